@@ -1,0 +1,108 @@
+"""Content-addressed, atomic, locked stage artifacts under outputs/cache/<stage>/<key>/.
+
+A stage's artifact is a directory named by the SHA-256 of the canonical JSON of the config that
+determines it (the idea of dora's hashed experiment folders). It is written into a temporary sibling
+directory and renamed into place only when complete, so a reader never sees half an artifact and a
+job killed inside a stage leaves only a temporary directory, which the next job for that key deletes.
+A file lock per key makes parallel sweep jobs compute a shared stage once: the first computes, the
+others wait and then read.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping
+
+import numpy as np
+from filelock import FileLock
+
+from pipeline.io import plain
+
+__all__ = ["StageCache", "canonical_json", "config_key", "save_arrays", "load_arrays"]
+
+_TMP_PREFIX = ".tmp-"
+_CONFIG_FILE = "config.json"
+
+
+def canonical_json(config: Mapping) -> str:
+    """The canonical JSON of a config: sorted keys, no whitespace, so equal configs hash equally."""
+    return json.dumps(plain(config, strict=True), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def config_key(config: Mapping) -> str:
+    """SHA-256 hex digest of canonical_json(config): the name of the stage's artifact directory."""
+    return hashlib.sha256(canonical_json(config).encode("utf-8")).hexdigest()
+
+
+def save_arrays(directory: str | os.PathLike, **arrays) -> None:
+    """Save named numpy arrays as <directory>/<name>.npy."""
+    for name, array in arrays.items():
+        np.save(Path(directory) / f"{name}.npy", np.asarray(array), allow_pickle=False)
+
+
+def load_arrays(directory: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Load every <name>.npy in directory into a dict name -> array."""
+    return {p.stem: np.load(p, allow_pickle=False) for p in sorted(Path(directory).glob("*.npy"))}
+
+
+@dataclass
+class StageCache:
+    """The stage cache rooted at `root` (normally <repo>/outputs/cache).
+
+    `computed` and `reused` list the (stage, key) pairs this object computed or found already
+    done, so a job can report which stages it reused.
+    """
+
+    root: Path
+    lock_timeout_s: float = -1  # -1: wait as long as the job holding the lock needs
+    computed: list[tuple[str, str]] = field(default_factory=list)
+    reused: list[tuple[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root).expanduser().resolve()
+
+    def path(self, stage: str, config: Mapping) -> Path:
+        """Where the artifact of `stage` for `config` lives (it may not exist yet)."""
+        if not stage or "/" in stage or stage.startswith("."):
+            raise ValueError(f"stage must be a plain directory name, got {stage!r}.")
+        return self.root / stage / config_key(config)
+
+    def exists(self, stage: str, config: Mapping) -> bool:
+        return self.path(stage, config).is_dir()
+
+    def get_or_compute(self, stage: str, config: Mapping, compute: Callable[[Path], None]) -> Path:
+        """Return the artifact directory of `stage` for `config`, computing it first if missing.
+
+        compute(tmp_dir) writes the artifact's files into tmp_dir; when it returns, tmp_dir is
+        renamed to the final path in one step. If it raises (or the process dies), nothing is
+        left at the final path.
+        """
+        final = self.path(stage, config)
+        key = final.name
+        if final.is_dir():
+            self.reused.append((stage, key))
+            return final
+        final.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(final.parent / f"{key}.lock"), timeout=self.lock_timeout_s):
+            if final.is_dir():  # another job computed it while we waited for the lock
+                self.reused.append((stage, key))
+                return final
+            # Temporary directories of this key left by killed jobs: nobody else can be writing
+            # them since we hold the key's lock.
+            for stale in final.parent.glob(f"{_TMP_PREFIX}{key}-*"):
+                shutil.rmtree(stale, ignore_errors=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{key}-", dir=final.parent))
+            try:
+                (tmp / _CONFIG_FILE).write_text(canonical_json(config) + "\n")
+                compute(tmp)
+                os.replace(tmp, final)  # atomic on one filesystem; final does not exist here
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+        self.computed.append((stage, key))
+        return final

@@ -1,0 +1,67 @@
+"""Atomic writes of results (JSON, figures) and conversion of numpy values to plain JSON values."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+__all__ = ["plain", "write_json_atomic", "save_figure_atomic"]
+
+
+def plain(value: Any, *, strict: bool = False) -> Any:
+    """Mappings, sequences, numpy arrays and scalars -> plain JSON values (dict keys become strings).
+
+    strict (for hashing configs): non-finite floats become their repr and any other type raises a
+    TypeError; otherwise other types pass through unchanged for json to judge.
+    """
+    if isinstance(value, Mapping):
+        return {str(k): plain(v, strict=strict) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v, strict=strict) for v in value]
+    if isinstance(value, np.ndarray):
+        return plain(value.tolist(), strict=strict)
+    if isinstance(value, np.generic):
+        return plain(value.item(), strict=strict)
+    if strict:
+        if isinstance(value, float) and not math.isfinite(value):
+            return repr(value)  # JSON has no inf/nan; "inf" stays distinct from every number
+        if not (value is None or isinstance(value, (bool, int, float, str))):
+            raise TypeError(f"config values must be JSON-able, got {type(value).__name__} ({value!r}).")
+    return value
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
+    """Write JSON to a temporary file in the same folder and rename it onto path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(plain(obj), f, indent=2, allow_nan=True)
+            f.write("\n")
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a results file is for everyone to read
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_figure_atomic(fig, path: str | os.PathLike, dpi: int = 110) -> Path:
+    """Save a matplotlib figure next to path under a temporary name, rename it onto path, close it."""
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    try:
+        fig.savefig(tmp, dpi=dpi)
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)
+    return path

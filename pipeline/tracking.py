@@ -1,0 +1,192 @@
+"""Experiment tracking: `logger=none` logs nothing, `logger=wandb` logs config, metrics and figures to W&B.
+
+A logger is started before the game and always finished after it (pipeline.__main__ uses
+`tracked`, a try/finally), with a non-zero exit code when the job failed, so a failing job never
+leaves a W&B run open and one failure does not break a sweep. W&B runs are offline unless the user
+sets WANDB_MODE (or logger.mode) otherwise; `read_offline_run` reads an offline run's file back.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import struct
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+__all__ = ["NoLogger", "WandbLogger", "tracked", "flatten", "read_offline_run"]
+
+
+def flatten(metrics: Mapping, prefix: str = "") -> dict[str, Any]:
+    """{"bound": {"0.95": 7}} -> {"bound/0.95": 7}: W&B summary keys for nested metrics."""
+    flat: dict[str, Any] = {}
+    for key, value in metrics.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{name}/"))
+        else:
+            flat[name] = value
+    return flat
+
+
+class NoLogger:
+    """logger=none: every call does nothing."""
+
+    name = "none"
+
+    def start(self, *, config: Mapping, name: str, group: str, tags: list[str], directory: str | os.PathLike) -> None:
+        pass
+
+    def log_metrics(self, metrics: Mapping) -> None:
+        pass
+
+    def log_figures(self, figures: Mapping[str, str | os.PathLike]) -> None:
+        pass
+
+    def finish(self, exit_code: int = 0) -> None:
+        pass
+
+
+class WandbLogger:
+    """logger=wandb: one W&B run per job, in the job's directory, grouped by experiment, tagged by box."""
+
+    name = "wandb"
+
+    def __init__(self, project: str = "advbounds", entity: str | None = None, mode: str = "offline",
+                 job_type: str = "attack_game") -> None:
+        if mode not in ("offline", "online", "disabled", "shared"):
+            raise ValueError(f"mode must be one of offline, online, disabled, got {mode!r}; e.g. logger.mode=offline.")
+        self.project, self.entity, self.mode, self.job_type = project, entity, mode, job_type
+        self.run = None
+
+    def start(self, *, config: Mapping, name: str, group: str, tags: list[str], directory: str | os.PathLike) -> None:
+        import wandb
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.run = wandb.init(
+            project=self.project, entity=self.entity, mode=self.mode, job_type=self.job_type,
+            dir=str(directory), config=dict(config), name=name, group=group, tags=list(tags),
+            settings=wandb.Settings(quiet=True),
+        )
+
+    def log_metrics(self, metrics: Mapping) -> None:
+        if self.run is None:
+            return
+        # Per-trial successes become the run's history (one step per trial), the rest its summary.
+        attack = metrics.get("attack_successes") or []
+        baseline = metrics.get("prior_successes") or []
+        for step, (a, b) in enumerate(zip(attack, baseline)):
+            self.run.log({"trial/attack_successes": a, "trial/prior_successes": b}, step=step)
+        for key, value in flatten(metrics).items():
+            self.run.summary[key] = value
+
+    def log_figures(self, figures: Mapping[str, str | os.PathLike]) -> None:
+        if self.run is None:
+            return
+        import wandb
+
+        self.run.log({f"figures/{name}": wandb.Image(str(path)) for name, path in figures.items()})
+
+    def finish(self, exit_code: int = 0) -> None:
+        if self.run is None:
+            return
+        import wandb
+
+        try:
+            self.run.finish(exit_code=exit_code)
+        finally:
+            self.run = None
+            # finish() returns before W&B's service has written the run file to the end; shutting
+            # the service down flushes it, so the job's folder is complete when the job returns.
+            wandb.teardown()
+
+
+@contextlib.contextmanager
+def tracked(logger, *, config: Mapping, name: str, group: str, tags: list[str], directory) -> Iterator[Any]:
+    """Start `logger`, yield it, and finish it whatever happens (exit code 1 if the body raised)."""
+    logger.start(config=config, name=name, group=group, tags=tags, directory=directory)
+    exit_code = 1
+    try:
+        yield logger
+        exit_code = 0
+    finally:
+        logger.finish(exit_code=exit_code)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading an offline run back. W&B stores a run as run-<id>.wandb: a 7-byte header (":W&B", a
+# 2-byte magic, a version byte) then LevelDB-log-style 32 KiB blocks of records, each with a
+# 7-byte header (crc32, length, type: 1 full, 2 first, 3 middle, 4 last) and a protobuf Record.
+# wandb 0.31 no longer ships a reader, so here is a small one for tests and for users who want
+# their numbers without syncing.
+
+_BLOCK = 32768
+_HEADER = 7
+
+
+def _records(path: Path) -> Iterator[bytes]:
+    buf = path.read_bytes()
+    if buf[:4] != b":W&B":
+        raise ValueError(f"{path} is not a W&B run file (it must start with ':W&B').")
+    pos, pending = _HEADER, b""
+    while pos + _HEADER <= len(buf):
+        left = _BLOCK - pos % _BLOCK
+        if left < _HEADER:  # block trailer padding
+            pos += left
+            continue
+        _crc, length, kind = struct.unpack("<IHB", buf[pos:pos + _HEADER])
+        if kind == 0 and length == 0:  # zero padding to the end of the block
+            pos += left
+            continue
+        data = buf[pos + _HEADER:pos + _HEADER + length]
+        pos += _HEADER + length
+        if kind == 1:
+            yield data
+        elif kind == 2:
+            pending = data
+        elif kind == 3:
+            pending += data
+        elif kind == 4:
+            yield pending + data
+            pending = b""
+
+
+def read_offline_run(run_dir: str | os.PathLike) -> dict[str, Any]:
+    """Read an offline W&B run directory (wandb/offline-run-*) back into plain Python.
+
+    Returns {"config", "summary", "history" (list of rows), "group", "tags", "files", "exit_code"};
+    values are decoded from the JSON that W&B stores.
+    """
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    run_dir = Path(run_dir)
+    files = sorted(run_dir.glob("run-*.wandb"))
+    if not files:
+        raise FileNotFoundError(f"no run-*.wandb file in {run_dir}; is it a W&B run directory?")
+
+    def key(item) -> str:
+        return item.key or "/".join(item.nested_key)
+
+    out: dict[str, Any] = {"config": {}, "summary": {}, "history": [], "group": None, "tags": [], "files": [],
+                           "exit_code": None}
+    for data in _records(files[0]):
+        record = pb.Record()
+        record.ParseFromString(data)
+        kind = record.WhichOneof("record_type")
+        if kind == "run":
+            out["group"] = record.run.run_group
+            out["tags"] = list(record.run.tags)
+            out["config"].update({i.key: json.loads(i.value_json) for i in record.run.config.update})
+        elif kind == "config":
+            out["config"].update({i.key: json.loads(i.value_json) for i in record.config.update})
+        elif kind == "summary":
+            out["summary"].update({key(i): json.loads(i.value_json) for i in record.summary.update})
+        elif kind == "history":
+            out["history"].append({key(i): json.loads(i.value_json) for i in record.history.item})
+        elif kind == "files":
+            out["files"].extend(f.path for f in record.files.files)
+        elif kind == "exit":
+            out["exit_code"] = record.exit.exit_code
+    out["config"].pop("_wandb", None)
+    return out

@@ -1,0 +1,270 @@
+"""The tightest applicable bound for one setting: ours and every prior-work comparator that applies.
+
+``best_bound(profile, p)`` (one target) compares success-probability bounds; with a ``confidence``
+it compares count bounds (the smallest c with Pr[#attacked >= c + 1] <= 1 - confidence, as in
+``theorems.count_bound``: at most c attacked with that confidence) over the n
+targets of ``p``, where only ours and the one-run comparators (MMC, Steinke) give counts. A
+comparator enters only where its paper's preconditions hold (see ``stages.bound.comparators``);
+the others are listed in ``not_applicable`` with the reason, never as numbers.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import optimize, special
+
+from . import _validate, comparators, theorems
+
+__all__ = ["BestBound", "best_bound", "SOURCES"]
+
+#: Every name best_bound can report, ours first (ties go to the earlier name).
+SOURCES = ("ours", "kgk", "mmc", "steinke", "rero", "narcissus", "cherubin", "stock")
+#: Renyi orders on which an RDP accountant is evaluated.
+_RDP_ORDERS = np.concatenate([1.0 + np.geomspace(1e-3, 1.0, 40)[:-1], np.arange(2.0, 64.5, 0.5), [80.0, 128.0, 256.0]])
+
+
+@dataclass(frozen=True)
+class BestBound:
+    """The smallest applicable bound: ``value`` from ``source``; ``all`` maps every applicable name to
+    its value; ``not_applicable`` maps the other names to why; ``kind`` is "probability" or "count"."""
+
+    value: float | int
+    source: str
+    all: dict = field(default_factory=dict)
+    not_applicable: dict = field(default_factory=dict)
+    kind: str = "probability"
+
+    def as_dict(self) -> dict:
+        """JSON-able dict (metrics.json)."""
+        return {
+            "value": self.value,
+            "source": self.source,
+            "kind": self.kind,
+            "all": dict(self.all),
+            "not_applicable": dict(self.not_applicable),
+        }
+
+
+# ---------------------------------------------------------------- what a profile is, in each paper's terms
+
+
+def _kind(profile) -> tuple[str, dict]:
+    params = dict(profile.params())
+    return str(params.get("profile", type(profile).__name__)), params
+
+
+def _gdp_mu(profile) -> float | None:
+    """mu if the profile is exactly mu-GDP (Gaussian, composed Gaussian, full-batch DP-SGD)."""
+    kind, _ = _kind(profile)
+    if kind in ("GaussianDP", "ComposedGaussian"):
+        return float(profile.mu)
+    if kind == "DPSGD":
+        mu = getattr(profile, "full_batch_mu", None)
+        return None if mu is None else float(mu)
+    return None
+
+
+def _pure_eps(profile) -> float | None:
+    kind, params = _kind(profile)
+    if kind == "PureDP" or (kind == "ApproxDP" and float(params.get("delta", 0.0)) == 0.0):
+        return float(params["eps"])
+    return None
+
+
+def _renyi(profile) -> tuple[dict | None, str]:
+    """(description for rero_bound / stock_bound, reason if None)."""
+    eps = _pure_eps(profile)
+    if eps is not None:
+        return {"eps": eps}, ""
+    mu = _gdp_mu(profile)
+    if mu is not None:
+        return {"rho": mu * mu / 2.0}, ""  # mu-GDP is (alpha, alpha mu^2 / 2)-RDP: (mu^2 / 2)-zCDP
+    kind, params = _kind(profile)
+    if kind == "DPSGD" and params.get("neighboring") == "add_remove":
+        import dp_accounting
+        from dp_accounting import rdp as rdp_lib
+
+        accountant = rdp_lib.RdpAccountant(orders=list(_RDP_ORDERS))
+        event = dp_accounting.PoissonSampledDpEvent(profile.sample_rate, dp_accounting.GaussianDpEvent(profile.noise_multiplier))
+        accountant.compose(dp_accounting.SelfComposedDpEvent(event, profile.steps))
+        return {"rdp": (_RDP_ORDERS, np.asarray(accountant._rdp, dtype=float))}, ""
+    if kind == "DPSGD":
+        return None, "no Renyi-DP accountant for replace-one Poisson-subsampled DP-SGD (dp_accounting supports add/remove only)"
+    return None, f"needs a Renyi-DP or zCDP guarantee, which a {kind} profile does not give"
+
+
+def _epsilon_grid(profile, top: float) -> np.ndarray:
+    cap = getattr(profile, "max_useful_epsilon", math.inf)
+    top = min(top, cap) if math.isfinite(cap) else top
+    grid = np.unique(np.concatenate([np.linspace(0.0, top, 601), np.geomspace(1e-4, max(top, 1e-4), 300)]))
+    return grid[grid <= top]
+
+
+def _min_over_epsilon(profile, bound_at, top: float) -> float:
+    """min over eps of bound_at(eps, delta(eps)): every eps gives a valid bound, so any minimiser is safe."""
+    grid = _epsilon_grid(profile, top)
+    values = np.asarray(bound_at(grid, np.asarray(profile.delta(grid), dtype=float)), dtype=float)
+    j = int(np.argmin(values))
+    best = float(values[j])
+    lo, hi = grid[max(j - 1, 0)], grid[min(j + 1, len(grid) - 1)]
+    if hi > lo:
+        res = optimize.minimize_scalar(
+            lambda e: float(np.asarray(bound_at(np.array([e]), np.atleast_1d(profile.delta(e))))[0]),
+            bounds=(lo, hi),
+            method="bounded",
+            options={"xatol": 1e-10},
+        )
+        if res.success and np.isfinite(res.fun):
+            best = min(best, float(res.fun))
+    return best
+
+
+# ---------------------------------------------------------------- one target: success probabilities
+
+
+def _is_reciprocal(p: float, allowed=None) -> bool:
+    if not 0.0 < p <= 0.5:
+        return False
+    k = round(1.0 / p)
+    return abs(p * k - 1.0) <= 1e-9 and (allowed is None or k in allowed)
+
+
+def _probability_bounds(profile, p: float) -> tuple[dict, dict]:
+    values: dict = {}
+    skipped: dict = {}
+    values["ours"] = float(theorems.success_bound(profile, p))
+    values["kgk"] = float(comparators.kgk_bound(profile, p))
+
+    if _is_reciprocal(p):
+        values["mmc"] = float(comparators.mmc_bound(profile, p))
+    else:
+        skipped["mmc"] = f"applies only to uniform priors p = 1/k (k >= 2 candidates), got p = {p!r}"
+
+    if _is_reciprocal(p, allowed=(2,)):
+        # Theorem 5.2 at m = r = v = 1: q + 2 delta (1 - q), q = e^eps / (1 + e^eps)
+        values["steinke"] = _min_over_epsilon(
+            profile, lambda e, d: np.minimum(1.0, special.expit(e) + 2.0 * d * special.expit(-e)), top=60.0
+        )
+    else:
+        skipped["steinke"] = f"applies only to membership inference, p = 1/2, got p = {p!r}"
+
+    renyi, why = _renyi(profile)
+    if renyi is None:
+        skipped["rero"] = why
+        skipped["stock"] = why
+    else:
+        values["rero"] = float(comparators.rero_bound(p, **renyi))
+        if "eps" in renyi:  # eps-DP is (alpha, eps)-RDP for every alpha
+            orders = _RDP_ORDERS
+            values["stock"] = float(comparators.stock_bound(p, rdp=(orders, np.full(orders.shape, renyi["eps"]))))
+        else:
+            values["stock"] = float(comparators.stock_bound(p, **renyi))
+
+    top = max(0.0, math.log(1.0 / p)) + 1.0 if p > 0 else 60.0  # beyond log(1/p), e^eps p > 1
+    values["narcissus"] = _min_over_epsilon(
+        profile, lambda e, d: np.minimum(1.0, np.exp(np.minimum(e, 700.0)) * p + d), top=top
+    )
+
+    kind, params = _kind(profile)
+    if kind == "DPSGD" and params.get("sample_rate") == 1.0 and params.get("neighboring") == "replace_one" and _is_reciprocal(p):
+        values["cherubin"] = float(
+            comparators.cherubin_bound(profile.noise_multiplier, profile.sample_rate, profile.steps, p)
+        )
+    elif kind != "DPSGD":
+        skipped["cherubin"] = f"a closed form for DP-SGD only, got a {kind} profile"
+    elif not _is_reciprocal(p):
+        skipped["cherubin"] = f"applies only to uniform priors p = 1/k, got p = {p!r}"
+    else:
+        skipped["cherubin"] = (
+            "exact only for full-batch replace-one DP-SGD (sample_rate = 1): for q < 1 the published closed form "
+            "drops an O(sqrt(qT)/sigma) term and is not a certified bound"
+        )
+    return values, skipped
+
+
+# ---------------------------------------------------------------- n targets: count bounds
+
+
+def _count_bounds(profile, p: np.ndarray, confidence: float) -> tuple[dict, dict]:
+    values: dict = {"ours": int(np.asarray(theorems.count_bound(profile, p, confidence)))}
+    skipped: dict = {name: "bounds one target's success probability, not a count over n targets"
+                     for name in ("kgk", "rero", "narcissus", "cherubin", "stock")}
+    guessed = p[p > 0]
+    try:
+        comparators.uniform_candidates(p, bound="mmc")
+        uniform = guessed.size > 0
+    except ValueError:
+        uniform = False
+    if uniform:
+        values["mmc"] = int(comparators.mmc_bound(profile, p, confidence=confidence))
+    else:
+        skipped["mmc"] = "applies only to uniform priors: every p_i must be 1/k for one k >= 2 (or 0, an abstention)"
+    if uniform and _is_reciprocal(float(guessed[0]), allowed=(2,)):
+        values["steinke"] = _steinke_count(profile, p, confidence)
+    else:
+        skipped["steinke"] = "applies only to membership inference: every p_i must be 1/2 (or 0, an abstention)"
+    return values, skipped
+
+
+def _steinke_count(profile, p: np.ndarray, confidence: float) -> int:
+    """min over an eps grid of Steinke's count at (eps, delta(eps)): each is valid, so the least is."""
+    grid = _epsilon_grid(profile, 60.0)
+    grid = np.unique(np.concatenate([grid[:: max(1, len(grid) // 200)], grid[-1:]]))
+    deltas = np.asarray(profile.delta(grid), dtype=float)
+    best = None
+    for e, d in zip(grid, deltas):
+        if d >= 1.0:
+            continue
+        v = int(comparators.steinke_bound(float(e), float(d), p, confidence=confidence))
+        best = v if best is None else min(best, v)
+    return int(np.count_nonzero(p)) if best is None else best
+
+
+# ---------------------------------------------------------------- the public function
+
+
+def best_bound(profile, p, *, n: int | None = None, confidence: float | None = None) -> BestBound:
+    """The smallest bound, over ours and every applicable comparator, for one setting.
+
+    * ``confidence=None``: one target; ``p`` is the prior success of the a priori optimal guess (a
+      scalar, or shape (1,)); the values are bounds on the success probability: ours
+      (``theorems.success_bound``), kgk, mmc (p = 1/k), steinke (p = 1/2), rero and stock (pure DP,
+      Gaussian DP or add/remove DP-SGD), narcissus, cherubin (full-batch replace-one DP-SGD, p = 1/k).
+    * ``confidence`` given: ``p`` has shape (n,) (or is a scalar repeated ``n`` times); the values are
+      count bounds (smallest c with Pr[#attacked >= c + 1] <= 1 - confidence): ours
+      (``theorems.count_bound``), mmc and steinke where their uniform-prior conditions hold.
+
+    Returns a BestBound whose ``value`` is the minimum of ``all`` and ``source`` its name (ours wins
+    ties). Raises ValueError for n > 1 targets without a confidence.
+    """
+    arr = _validate.probability("p", p)
+    if arr.ndim > 1:
+        raise ValueError(f"p must be a number or a 1-d array of prior success probabilities, got shape {arr.shape}.")
+    if n is not None:
+        n = _validate.integer("n", n, minimum=1)
+        if arr.ndim == 0:
+            arr = np.full(n, float(arr))
+        elif arr.size != n:
+            raise ValueError(f"n must match the number of priors in p, got n = {n} and {arr.size} priors.")
+    arr = np.atleast_1d(arr).astype(float)
+
+    if confidence is None:
+        if arr.size != 1:
+            raise ValueError(
+                f"best_bound over n = {arr.size} targets needs a confidence (e.g. confidence=0.95) for a count "
+                "bound; without one it bounds one target's success probability."
+            )
+        values, skipped = _probability_bounds(profile, float(arr[0]))
+        kind = "probability"
+    else:
+        c = _validate.confidence("confidence", confidence)
+        if c.ndim != 0:
+            raise ValueError(f"confidence must be a single number in (0, 1), got {confidence!r}.")
+        values, skipped = _count_bounds(profile, arr, float(c))
+        kind = "count"
+
+    source = min((name for name in SOURCES if name in values), key=lambda name: (values[name], SOURCES.index(name)))
+    ordered = {name: values[name] for name in SOURCES if name in values}
+    return BestBound(values[source], source, ordered, {k: skipped[k] for k in SOURCES if k in skipped}, kind)

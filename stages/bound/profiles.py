@@ -1,0 +1,285 @@
+"""Privacy profiles: each mechanism's exact curve delta(eps), its inverse and its trade-off curve.
+
+A privacy profile ``delta(eps)`` says the mechanism is (eps, delta(eps))-DP for every eps >= 0
+simultaneously; by Dong, Roth and Su (2019, Prop. 2.12) this is the same information as the f-DP
+trade-off curve, with ``delta_f(eps) = 1 + f*(-e^eps)``. The bounds of the paper take the whole
+profile and optimise over eps, so each class below gives the *tightest* profile of its guarantee:
+
+* ``PureDP(eps)`` and ``ApproxDP(eps, delta)``: the profile of the tightest trade-off curve
+  ``f_{eps,delta}(a) = max(0, 1 - delta - e^eps a, e^-eps (1 - delta - a))``, which is
+  ``delta + (1 - delta) (e^eps - e^eps') / (1 + e^eps)`` below the nominal eps (positive there: an
+  (eps, delta)-DP mechanism is also (eps', delta(eps'))-DP for eps' < eps).
+* ``GaussianDP(mu)``: ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``.
+* ``ComposedGaussian``: k Gaussian mechanisms of noise multiplier sigma and L2 sensitivity s, which is
+  ``mu``-GDP with ``mu = sqrt(k) s / sigma``.
+* ``DPSGD``: Poisson-subsampled Gaussian composed over steps, from ``dp_accounting``'s privacy-loss
+  distributions (pessimistic, so every delta is an upper bound), add/remove or replace-one
+  neighbouring; full-batch training (sample rate 1) uses the GDP closed form.
+"""
+from __future__ import annotations
+
+import math
+from functools import cached_property
+
+import numpy as np
+from scipy import optimize, special, stats
+
+from . import _validate
+
+
+class PrivacyProfile:
+    """A mechanism's privacy profile. Subclasses implement ``_delta`` on a float array."""
+
+    #: Largest eps worth considering: beyond it delta(eps) no longer decreases (inf if it always does).
+    max_useful_epsilon: float = math.inf
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def params(self) -> dict:
+        """The parameters that define the profile, JSON-able, with key ``profile``."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items() if k != "profile")
+        return f"{self.name}({args})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, PrivacyProfile) and self.params() == other.params()
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self.params().items())))
+
+    def _delta(self, eps: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def delta(self, eps):
+        """delta(eps) for eps >= 0 (scalar or array, vectorised)."""
+        arr = _validate.epsilon("eps", eps)
+        out = np.clip(self._delta(np.atleast_1d(arr).astype(float)), 0.0, 1.0)
+        return float(out[0]) if arr.ndim == 0 else out.reshape(arr.shape)
+
+    def epsilon(self, delta: float) -> float:
+        """The smallest eps >= 0 with delta(eps) <= delta (inf if there is none)."""
+        d = _validate.probability("delta", delta)
+        if d.ndim != 0:
+            raise ValueError(f"delta must be a single number in [0, 1], got {delta!r}.")
+        d = float(d)
+        if self.delta(0.0) <= d:
+            return 0.0
+        hi = min(1.0, self.max_useful_epsilon)
+        while self.delta(hi) > d:
+            if hi >= self.max_useful_epsilon or hi > 1e4:
+                return math.inf
+            hi = min(hi * 2, self.max_useful_epsilon)
+        lo = 0.0 if hi <= 1.0 else hi / 2
+        return float(optimize.brentq(lambda e: self.delta(e) - d, lo, hi, xtol=1e-12, rtol=1e-12))
+
+    def tradeoff(self, alpha):
+        """The f-DP trade-off curve f(alpha): the smallest type-II error at type-I error alpha.
+
+        Computed as the upper envelope of the lines given by the profile on a fine eps grid
+        (each line is a valid lower bound on f, so the envelope never overstates privacy).
+        """
+        a = _validate.probability("alpha", alpha)
+        flat = np.atleast_1d(a).astype(float)[:, None]
+        eps = self._tradeoff_grid
+        d = self.delta(eps)[None, :]
+        lines = np.maximum(1.0 - d - np.exp(eps)[None, :] * flat, np.exp(-eps)[None, :] * (1.0 - d - flat))
+        out = np.clip(np.max(lines, axis=1), 0.0, 1.0)
+        return float(out[0]) if a.ndim == 0 else out.reshape(a.shape)
+
+    @cached_property
+    def _tradeoff_grid(self) -> np.ndarray:
+        top = self.max_useful_epsilon
+        if not np.isfinite(top):
+            top = self.epsilon(1e-300) if self.delta(700.0) <= 1e-300 else 700.0
+            top = min(top, 700.0)
+        return np.unique(np.concatenate([np.linspace(0.0, top, 4001), np.geomspace(1e-6, max(top, 1e-6), 2001)]))
+
+
+class ApproxDP(PrivacyProfile):
+    """(eps, delta)-DP, as the profile of its tightest trade-off curve f_{eps, delta}."""
+
+    def __init__(self, eps: float, delta: float = 0.0):
+        self.eps = _validate.positive("eps", eps, allow_zero=True)
+        self.delta_ = _validate.delta("delta", delta)
+        self.max_useful_epsilon = self.eps
+
+    def params(self) -> dict:
+        return {"profile": self.name, "eps": self.eps, "delta": self.delta_}
+
+    def _delta(self, eps):
+        e0 = self.eps
+        # (e^e0 - e^eps)_+ / (1 + e^e0), computed without overflow
+        gap = -np.expm1(np.minimum(eps, e0) - e0) / (1.0 + np.exp(-e0))
+        return self.delta_ + (1.0 - self.delta_) * gap
+
+    def tradeoff(self, alpha):
+        a = _validate.probability("alpha", alpha)
+        e, d = self.eps, self.delta_
+        out = np.maximum.reduce([np.zeros_like(a, dtype=float), 1 - d - math.exp(e) * a, math.exp(-e) * (1 - d - a)])
+        return float(out) if np.ndim(out) == 0 else out
+
+
+class PureDP(ApproxDP):
+    """eps-DP (delta = 0)."""
+
+    def __init__(self, eps: float):
+        super().__init__(eps, 0.0)
+
+    def params(self) -> dict:
+        return {"profile": self.name, "eps": self.eps}
+
+
+class GaussianDP(PrivacyProfile):
+    """mu-Gaussian DP: delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)."""
+
+    def __init__(self, mu: float):
+        self.mu = _validate.positive("mu", mu)
+
+    def params(self) -> dict:
+        return {"profile": self.name, "mu": self.mu}
+
+    @classmethod
+    def from_epsilon_delta(cls, eps: float, delta: float) -> "GaussianDP":
+        """The largest mu (weakest GDP guarantee) that still satisfies (eps, delta)-DP."""
+        eps = _validate.positive("eps", eps)
+        delta = _validate.delta("delta", delta)
+        if delta <= 0:
+            raise ValueError("delta must be > 0 to calibrate a Gaussian mechanism, got 0.0.")
+        f = lambda log_mu: gdp_delta(np.array([eps]), math.exp(log_mu))[0] - delta
+        lo, hi = -20.0, 5.0
+        while f(hi) < 0:
+            hi += 5.0
+        log_mu = optimize.brentq(f, lo, hi, xtol=1e-14, rtol=1e-14)
+        mu = math.exp(log_mu)
+        while gdp_delta(np.array([eps]), mu)[0] > delta:  # stay on the safe side of the root
+            mu = math.nextafter(mu, 0.0)
+        return cls(mu)
+
+    def _delta(self, eps):
+        return gdp_delta(eps, self.mu)
+
+    def epsilon(self, delta: float) -> float:
+        return super().epsilon(delta)
+
+    def tradeoff(self, alpha):
+        a = _validate.probability("alpha", alpha)
+        out = stats.norm.cdf(stats.norm.ppf(1.0 - a) - self.mu)
+        return float(out) if np.ndim(out) == 0 else out
+
+
+def gdp_delta(eps: np.ndarray, mu: float) -> np.ndarray:
+    """Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2), evaluated in log space (no cancellation to < 0)."""
+    eps = np.asarray(eps, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        log_a = special.log_ndtr(-eps / mu + mu / 2)
+        log_b = eps + special.log_ndtr(-eps / mu - mu / 2)
+        diff = log_b - log_a  # <= 0
+        out = np.exp(log_a) * -np.expm1(np.minimum(diff, 0.0))
+    return np.where(np.isinf(eps), 0.0, np.maximum(out, 0.0))
+
+
+class ComposedGaussian(GaussianDP):
+    """``compositions`` Gaussian mechanisms with noise multiplier sigma and L2 sensitivity s: mu-GDP with mu = sqrt(k) s / sigma."""
+
+    def __init__(self, noise_multiplier: float, compositions: int = 1, sensitivity: float = 1.0):
+        self.noise_multiplier = _validate.positive("noise_multiplier", noise_multiplier)
+        self.compositions = _validate.integer("compositions", compositions, minimum=1)
+        self.sensitivity = _validate.positive("sensitivity", sensitivity)
+        super().__init__(math.sqrt(self.compositions) * self.sensitivity / self.noise_multiplier)
+
+    def params(self) -> dict:
+        return {
+            "profile": self.name,
+            "noise_multiplier": self.noise_multiplier,
+            "compositions": self.compositions,
+            "sensitivity": self.sensitivity,
+        }
+
+
+class DPSGD(PrivacyProfile):
+    """DP-SGD: Poisson-subsampled Gaussian (rate q, noise multiplier sigma) composed over ``steps``.
+
+    Backed by ``dp_accounting``'s pessimistic privacy-loss distribution. ``neighboring`` is
+    ``"replace_one"`` (one example replaced by another: the clipped sum moves by up to 2C) or
+    ``"add_remove"``. With ``sample_rate == 1`` the mechanism is exactly mu-GDP with
+    ``mu = c sqrt(steps) / sigma`` (c = 2 for replace-one, 1 for add/remove) and that closed form is used.
+    """
+
+    NEIGHBORING = ("replace_one", "add_remove")
+
+    def __init__(
+        self,
+        noise_multiplier: float,
+        sample_rate: float,
+        steps: int,
+        neighboring: str = "replace_one",
+        value_discretization_interval: float = 1e-4,
+    ):
+        self.noise_multiplier = _validate.positive("noise_multiplier", noise_multiplier)
+        q = _validate.probability("sample_rate", sample_rate)
+        if q.ndim != 0 or float(q) <= 0:
+            raise ValueError(f"sample_rate must be a probability in (0, 1], got {sample_rate!r}.")
+        self.sample_rate = float(q)
+        self.steps = _validate.integer("steps", steps, minimum=1)
+        if neighboring not in self.NEIGHBORING:
+            raise ValueError(f"neighboring must be one of {list(self.NEIGHBORING)}, got {neighboring!r}.")
+        self.neighboring = neighboring
+        self.value_discretization_interval = _validate.positive(
+            "value_discretization_interval", value_discretization_interval
+        )
+
+    def params(self) -> dict:
+        return {
+            "profile": self.name,
+            "noise_multiplier": self.noise_multiplier,
+            "sample_rate": self.sample_rate,
+            "steps": self.steps,
+            "neighboring": self.neighboring,
+        }
+
+    @property
+    def full_batch_mu(self) -> float | None:
+        """mu of the exact GDP guarantee when every step uses the whole batch, else None."""
+        if self.sample_rate < 1.0:
+            return None
+        c = 2.0 if self.neighboring == "replace_one" else 1.0
+        return c * math.sqrt(self.steps) / self.noise_multiplier
+
+    @cached_property
+    def _pld(self):
+        from dp_accounting.pld import privacy_loss_distribution as pld_lib
+        from dp_accounting import NeighboringRelation
+
+        relation = (
+            NeighboringRelation.REPLACE_ONE if self.neighboring == "replace_one" else NeighboringRelation.ADD_OR_REMOVE_ONE
+        )
+        single = pld_lib.from_gaussian_mechanism(
+            self.noise_multiplier,
+            sensitivity=1.0,
+            sampling_prob=self.sample_rate,
+            value_discretization_interval=self.value_discretization_interval,
+            neighboring_relation=relation,
+        )
+        return single.self_compose(self.steps)
+
+    def _delta(self, eps):
+        mu = self.full_batch_mu
+        if mu is not None:
+            return gdp_delta(eps, mu)
+        out = np.asarray(self._pld.get_delta_for_epsilon(np.where(np.isinf(eps), 1e300, eps)), dtype=float)
+        return np.where(np.isinf(eps), 0.0, out)
+
+    def epsilon(self, delta: float) -> float:
+        if self.full_batch_mu is not None:
+            return GaussianDP(self.full_batch_mu).epsilon(delta)
+        d = _validate.probability("delta", delta)
+        return float(self._pld.get_epsilon_for_delta(float(d)))
+
+    def tradeoff(self, alpha):
+        if self.full_batch_mu is not None:
+            return GaussianDP(self.full_batch_mu).tradeoff(alpha)
+        return super().tradeoff(alpha)

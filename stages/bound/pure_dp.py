@@ -1,0 +1,51 @@
+"""Bound box `pure_dp`: Theorem 3.1, the bound conditional on the release, for eps-DP mechanisms.
+
+Given the release a and the attack's actual guesses z = A(a), the number of attacked targets is
+dominated by a sum of Bernoulli(beta_i) with beta_i = e^eps / (e^eps - 1 + 1 / p_i) and
+p_i = Pr_{X ~ D_i}[l_i(X, z_i) = 1], so each trial has its own bound.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from stages.bound.one_run import as_confidences, count_dict, guesses_per_trial
+from stages.bound.profiles import ApproxDP
+from stages.bound.theorems import pure_dp_count_bound
+
+__all__ = ["PureDPBound"]
+
+
+def pure_epsilon(profile) -> float:
+    """The eps of an eps-DP profile (PureDP, or ApproxDP with delta = 0), raising for any other profile."""
+    if not (isinstance(profile, ApproxDP) and profile.delta_ == 0.0):
+        raise ValueError(
+            f"bound=pure_dp needs an eps-DP mechanism (profile PureDP), got {profile!r}; "
+            "use bound=one_run or bound=expected for approximate or Gaussian DP."
+        )
+    return float(profile.eps)
+
+
+class PureDPBound:
+    """pure_dp_count_bound(eps, p, confidence) with p the prior success of each trial's actual guesses."""
+
+    name = "pure_dp"
+
+    def compute_per_trial(self, profile, prior, metric, guesses, confidences) -> dict[float, list[int]]:
+        """{confidence: [c_1, ..., c_R]}: the count bound conditional on each trial's release."""
+        eps = pure_epsilon(profile)
+        levels = as_confidences(confidences)
+        per_trial = np.stack(
+            [np.broadcast_to(pure_dp_count_bound(eps, prior.success_probability(z, metric), levels), levels.shape)
+             for z in guesses_per_trial(guesses)],
+            axis=1,
+        )
+        return {float(c): [int(v) for v in row] for c, row in zip(levels, per_trial)}
+
+    def compute(self, profile, prior, metric, guesses, confidences) -> dict[float, int]:
+        """{confidence: c}: the largest per-trial bound, which holds for every trial (exact for one trial)."""
+        per_trial = self.compute_per_trial(profile, prior, metric, guesses, confidences)
+        levels = np.asarray(list(per_trial), dtype=float)
+        return count_dict(levels, [max(v) for v in per_trial.values()])
+
+    def params(self) -> dict:
+        return {"bound": self.name}

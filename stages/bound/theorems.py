@@ -1,0 +1,519 @@
+"""The theorems of the paper, turning (privacy guarantee, prior success) into bounds on attack success.
+
+Notation follows the paper: ``p[i]`` is the prior success probability of target i (the chance that
+a fresh record from D_i counts as attacked by the guess), ``beta`` the per-target posterior cap,
+``v`` a number of successes, ``S = sum_i Bern(beta_i)``.
+
+* ``beta``                Theorem 3.1's flipping probability e^eps / (e^eps - 1 + 1/p).
+* ``pure_dp_tail``        Theorem 3.1 (pure DP, conditional on the release).
+* ``tail_bound``          the one-run theorem for (eps, delta)/f-DP with the a-priori Bayes-optimal
+                          guess (appendix generalisations of Steinke et al.'s Thm 5.2):
+                          Pr[S* >= v] + alpha n delta(eps), minimised over eps.
+* ``expected_tail``       Theorem 3.2 (and Cor. "approx_simple"): beta from R runs of the mechanism.
+* ``count_bound``         at most c successes with probability >= confidence.
+* ``success_bound``, ``advantage_bound``, ``eps_protect``, ``calibrate_noise``: single-target views.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import optimize, special
+
+from . import _validate
+from .profiles import DPSGD, ApproxDP, ComposedGaussian, GaussianDP, PrivacyProfile, PureDP
+from .tails import PoissonBinomial, distribution_grouped
+
+#: Beyond this eps every beta with p >= 1e-80 is 1 to machine precision: no need to search further.
+EPS_CEILING = 200.0
+
+
+# --------------------------------------------------------------------------------------------
+# beta and argument handling
+# --------------------------------------------------------------------------------------------
+def beta(eps, p):
+    """Theorem 3.1's posterior cap: beta = e^eps / (e^eps - 1 + 1/p), with p = 0 -> 0, p = 1 -> 1.
+
+    Computed as expit(eps + logit(p)), exact in the tails (no overflow for eps up to inf).
+    """
+    e = _validate.epsilon("eps", eps)
+    q = _validate.probability("p", p)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = special.expit(e + special.logit(q))
+    out = np.where(q == 0.0, 0.0, np.where(q == 1.0, 1.0, out))
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def _beta_unchecked(eps: float, p: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = special.expit(eps + special.logit(p))
+    return np.where(p == 0.0, 0.0, np.where(p == 1.0, 1.0, out))
+
+
+def _priors(p) -> np.ndarray:
+    arr = _validate.probability("p", p)
+    arr = np.atleast_1d(arr).ravel()
+    if arr.size == 0:
+        raise ValueError("p must hold at least one prior success probability, got an empty array.")
+    return arr
+
+
+def _successes(v, n: int) -> int:
+    return _validate.integer("v", v)
+
+
+def _profile(profile) -> PrivacyProfile:
+    if not isinstance(profile, PrivacyProfile):
+        raise ValueError(
+            f"profile must be a PrivacyProfile (PureDP, ApproxDP, GaussianDP, DPSGD, ComposedGaussian), got {profile!r}."
+        )
+    return profile
+
+
+# --------------------------------------------------------------------------------------------
+# Theorem 3.1: pure DP, conditional on the release
+# --------------------------------------------------------------------------------------------
+def pure_dp_tail(eps, p, v) -> float:
+    """Theorem 3.1: Pr[successes >= v | release] <= Pr[sum_i Bern(beta_i(eps, p_i)) >= v].
+
+    ``p`` is the prior success of the attack's *actual* guesses for this release.
+    """
+    e = float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))
+    q = _priors(p)
+    v = _successes(v, len(q))
+    values, counts = np.unique(q, return_counts=True)
+    return float(_Tail(distribution_grouped(_beta_unchecked(e, values), counts))(np.array([v]))[0])
+
+
+def pure_dp_count_bound(eps, p, confidence=0.95):
+    """Theorem 3.1 as a count: the smallest c with pure_dp_tail(eps, p, c + 1) <= 1 - confidence."""
+    e = float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))
+    q = _priors(p)
+    conf = _validate.confidence("confidence", confidence)
+    values, counts = np.unique(q, return_counts=True)
+    tail = _Tail(distribution_grouped(_beta_unchecked(e, values), counts))
+    t_all = tail(np.arange(len(q) + 2))
+    out = np.array([int(np.argmax(t_all <= 1.0 - c)) - 1 for c in np.atleast_1d(conf)])
+    return int(out[0]) if conf.ndim == 0 else out.reshape(conf.shape)
+
+
+# --------------------------------------------------------------------------------------------
+# The one-run theorem for (eps, delta) / f-DP profiles
+# --------------------------------------------------------------------------------------------
+class _Tail:
+    """u -> Pr[S >= u] (an upper bound, including trimmed mass) from a PoissonBinomial.
+
+    Held as ``ext[k] = T(offset - 1 + k)`` so that a lookup is one clipped gather.
+    """
+
+    def __init__(self, d: PoissonBinomial):
+        self.d = d
+        self.offset = d.offset
+        rev = np.minimum(1.0, np.cumsum(d.pmf[::-1])[::-1] + d.trimmed)
+        rev[0] = 1.0  # T(offset) = 1 - (trimmed lower mass): 1 is a valid upper bound
+        self.ext = np.concatenate([[1.0], rev, [min(1.0, d.trimmed)]])
+        self.end = d.offset + len(d.pmf)
+
+    def __call__(self, u: np.ndarray) -> np.ndarray:
+        return self.ext[np.clip(np.asarray(u) - (self.offset - 1), 0, len(self.ext) - 1)]
+
+    def first_below(self, t: float) -> int:
+        """The smallest u >= 0 with Pr[S >= u] <= t."""
+        if t >= 1.0:
+            return 0
+        idx = np.flatnonzero(self.ext <= t)
+        return int(self.offset - 1 + idx[0]) if idx.size else self.d.n + 1
+
+
+def _alpha(tail: _Tail, vs: np.ndarray, lower: _Tail | None = None) -> np.ndarray:
+    """The LP-dual alpha(v) = max(0, max_{j in [n]} (T(v - j) - T(v)) / j) for each v in vs.
+
+    With ``lower`` given, returns max_j (tail(v - j) - lower(v)) / j instead (used to bound the
+    objective from below over an interval of eps). Only j <= v - offset can matter: below the
+    support T(v - j) = 1 and the ratio decreases in j.
+    """
+    vs = np.asarray(vs, dtype=np.int64)
+    base = (lower or tail)(vs)
+    out = np.zeros(len(vs))
+    jmax = np.maximum(1, vs - tail.offset)
+    for start in range(0, len(vs), 64):
+        sl = slice(start, start + 64)
+        J = int(np.max(jmax[sl]))
+        j = np.arange(1, J + 1)[None, :]
+        u = vs[sl, None] - j
+        ratio = (tail(u) - base[sl, None]) / j
+        ratio = np.where(j <= jmax[sl, None], ratio, -np.inf)
+        out[sl] = np.max(ratio, axis=1)
+    return np.maximum(out, 0.0)
+
+
+@dataclass
+class _OneRun:
+    """Evaluates the one-run objective B(v, eps) = T_eps(v) + alpha_eps(v) n delta(eps), caching by eps."""
+
+    profile: PrivacyProfile
+    p: np.ndarray
+    n: int = field(init=False)
+    cache: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.n = len(self.p)
+        self.values, self.counts = np.unique(self.p, return_counts=True)
+
+    def at(self, eps: float):
+        eps = float(eps)
+        if eps not in self.cache:
+            b = _beta_unchecked(eps, self.values)
+            tail = _Tail(distribution_grouped(b, self.counts))
+            self.cache[eps] = (tail, float(self.profile.delta(eps)))
+        return self.cache[eps]
+
+    def objective(self, eps: float, vs) -> np.ndarray:
+        vs = np.atleast_1d(np.asarray(vs, dtype=np.int64))
+        tail, d = self.at(eps)
+        out = tail(vs)
+        if d > 0:
+            out = out + _alpha(tail, vs) * self.n * d
+        out = np.where(vs <= 0, 1.0, np.where(vs > self.n, 0.0, out))
+        return np.minimum(out, 1.0)
+
+    def lower_on_interval(self, a: float, b: float, v: int) -> float:
+        """A lower bound on B(v, eps) for every eps in [a, b] (T increases, delta decreases in eps)."""
+        ta, da = self.at(a)
+        tb, db = self.at(b)
+        vs = np.array([v])
+        low = float(ta(vs)[0])
+        if db > 0:
+            low += float(_alpha(ta, vs, lower=tb)[0]) * self.n * db
+        return low
+
+    def eps_max(self, scale: float) -> float:
+        """Beyond this eps the objective cannot drop below (1 - 1e-9) of its value here."""
+        top = min(self.profile.max_useful_epsilon, EPS_CEILING)
+        target = max(1e-9 * scale / self.n, 1e-300)
+        try:
+            e = self.profile.epsilon(target)
+        except (ValueError, OverflowError):
+            e = math.inf
+        return float(min(top, e)) if np.isfinite(min(top, e)) else top
+
+    def grid(self, top: float, k: int = 10) -> np.ndarray:
+        if top <= 0:
+            return np.array([0.0])
+        return np.unique(np.concatenate([[0.0], np.geomspace(top / 2 ** (k - 2), top, k - 1)]))
+
+
+def tail_bound_at(profile, p, v, eps) -> float:
+    """The one-run bound at a fixed eps: Pr[S* >= v] + alpha n delta(eps) (no minimisation)."""
+    profile = _profile(profile)
+    q = _priors(p)
+    v = _successes(v, len(q))
+    e = float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))
+    return float(_OneRun(profile, q).objective(e, [v])[0])
+
+
+def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7):
+    """The one-run theorem (appendix generalisations of Steinke, Nasr, Jagielski's Thm 5.2).
+
+    Pr[successes >= v] <= min_{eps >= 0} Pr[sum_i Bern(beta_i(eps)) >= v] + alpha(eps, v) n delta(eps)
+
+    with beta_i(eps) = beta(eps, p_i), p_i the prior success of the a-priori Bayes-optimal guess z*,
+    delta(eps) the profile, and alpha the LP-dual slope
+    alpha = max(0, max_{j in [n]} (Pr[S* >= v - j] - Pr[S* >= v]) / j).
+    The outer minimum is found by a grid and Brent's method to ``rtol`` relative; the value
+    returned is attained at the returned eps (it is a valid bound, never an interpolation).
+    """
+    profile = _profile(profile)
+    q = _priors(p)
+    v = _successes(v, len(q))
+    n = len(q)
+    if v <= 0:
+        return (1.0, 0.0) if return_eps else 1.0
+    if v > n:
+        return (0.0, 0.0) if return_eps else 0.0
+    run = _OneRun(profile, q)
+    f = lambda e: float(run.objective(e, [v])[0])
+    scale = max(float(run.at(0.0)[0](np.array([v]))[0]), 1e-300)  # the objective is >= T_0(v)
+    top = run.eps_max(scale)
+    grid = run.grid(top, 16)
+    vals = np.array([f(e) for e in grid])
+    k = int(np.argmin(vals))
+    lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
+    if hi > lo:
+        optimize.minimize_scalar(
+            f, bounds=(lo, hi), method="bounded", options={"xatol": max(1e-12, rtol * max(hi, 1e-9)), "maxiter": 200}
+        )
+    best = min(run.cache, key=f)
+    value = f(best)
+    return (value, best) if return_eps else value
+
+
+def count_bound(profile, p, confidence=0.95):
+    """The smallest c with tail_bound(profile, p, c + 1) <= 1 - confidence, for each confidence.
+
+    "With probability >= confidence, the attack succeeds on at most c of the n targets." Every
+    count returned is certified by an eps at which the one-run bound is <= 1 - confidence; that
+    no smaller count holds is checked by a branch-and-bound over eps with interval lower bounds.
+    """
+    profile = _profile(profile)
+    q = _priors(p)
+    conf = _validate.confidence("confidence", confidence)
+    confs = np.atleast_1d(conf)
+    run = _OneRun(profile, q)
+    n = len(q)
+    targets = 1.0 - confs
+    top = run.eps_max(float(np.min(targets)))
+    grid = list(run.grid(top, 10))
+    for e in grid:
+        run.at(e)
+
+    objective_memo: dict = {}
+    passing_memo: dict = {}
+
+    def objective(eps: float, v: int) -> float:
+        key = (eps, v)
+        if key not in objective_memo:
+            objective_memo[key] = float(run.objective(eps, [v])[0])
+        return objective_memo[key]
+
+    def smallest_passing(eps: float, t: float) -> int:
+        """The smallest v with B(v, eps) <= t at this eps."""
+        key = (eps, t)
+        if key in passing_memo:
+            return passing_memo[key]
+        tail, d = run.at(eps)
+        v = max(1, tail.first_below(t))
+        found = n + 1
+        if d > 0 and v <= n:
+            # cheap necessary condition: alpha(v) >= max((1 - T(v)) / v, T(v - 1) - T(v))
+            us = np.arange(v, n + 1)
+            tv = tail(us)
+            low = tv + n * d * np.maximum((1.0 - tv) / us, tail(us - 1) - tv)
+            ok = np.flatnonzero(low <= t)
+            v = int(us[ok[0]]) if ok.size else n + 1
+        while v <= n:
+            vs = np.arange(v, min(v + 32, n + 1))
+            ok = np.flatnonzero(run.objective(eps, vs) <= t)
+            if ok.size:
+                found = int(vs[ok[0]])
+                break
+            v += 32
+        passing_memo[key] = found
+        return found
+
+    def refine(v: int, t: float, budget: int = 40) -> bool:
+        """Branch and bound on eps for min_eps B(v, eps) <= t; True once an evaluated eps certifies it.
+
+        Intervals whose lower bound exceeds t are discarded; the most promising one is split.
+        """
+        for _ in range(budget):
+            eps_sorted = sorted(run.cache)
+            if min(objective(e, v) for e in eps_sorted) <= t:
+                return True
+            lows = [run.lower_on_interval(a, b, v) for a, b in zip(eps_sorted[:-1], eps_sorted[1:])]
+            if not lows or min(lows) > t:
+                return False
+            i = int(np.argmin(lows))
+            a, b = eps_sorted[i], eps_sorted[i + 1]
+            mid = 0.5 * (a + b) if a == 0 or b / a < 4 else math.sqrt(a * b)
+            if mid in run.cache or b - a < 1e-12:
+                return False
+            run.at(mid)
+        return False
+
+    out = []
+    for t in targets:
+        while True:
+            v = min(smallest_passing(e, t) for e in sorted(run.cache))
+            if v <= 1 or not refine(v - 1, t):
+                break
+        out.append(v - 1)
+    out = np.array(out, dtype=int)
+    return int(out[0]) if conf.ndim == 0 else out.reshape(conf.shape)
+
+
+# --------------------------------------------------------------------------------------------
+# Theorem 3.2: beta estimated from R runs of the mechanism
+# --------------------------------------------------------------------------------------------
+def _runs(p_runs) -> np.ndarray:
+    arr = _validate.probability("p_runs", p_runs)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
+        raise ValueError(f"p_runs must have shape (R, n) with R, n >= 1, got shape {arr.shape}.")
+    return arr
+
+
+def _expected_curve(profile: PrivacyProfile, p_runs: np.ndarray, eps: float):
+    """Per-run tails T_r(u) for u = 0..n+1 at one eps and delta(eps)."""
+    n = p_runs.shape[1]
+    rows = []
+    for row in p_runs:
+        values, counts = np.unique(row, return_counts=True)
+        rows.append(_Tail(distribution_grouped(_beta_unchecked(eps, values), counts))(np.arange(n + 2)))
+    return np.array(rows), float(profile.delta(eps))
+
+
+def expected_tail(profile, p_runs, v, *, eps=None):
+    """Theorem 3.2 (f-DP form of Cor. "approx_simple"), estimated from R runs of the mechanism.
+
+    Pr[successes >= v] <= E_{X, a}[ Pr[sum_i Bern(beta_i(A(a), eps)) >= v] ] + n delta(eps).
+
+    ``p_runs[r, i]`` is the prior success of the guess the attack made on target i in run r. The
+    expectation is replaced by the mean over runs; returns ``(value, standard_error)`` with the
+    Monte-Carlo standard error of that mean. eps is minimised over a grid unless given (the
+    minimum of a noisy estimate is slightly optimistic; fix eps in advance for a strict test).
+    """
+    profile = _profile(profile)
+    runs = _runs(p_runs)
+    n = runs.shape[1]
+    v = _successes(v, n)
+    if v <= 0:
+        return 1.0, 0.0
+    if v > n:
+        return 0.0, 0.0
+    if eps is not None:
+        grid = [float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))]
+    else:
+        top = min(profile.max_useful_epsilon, EPS_CEILING)
+        e_small = profile.epsilon(max(1e-12 / n, 1e-300))
+        top = float(min(top, e_small)) if np.isfinite(min(top, e_small)) else top
+        grid = np.unique(np.concatenate([[0.0], np.geomspace(max(top, 1e-9) / 1e4, max(top, 1e-9), 40)]))
+    best = (math.inf, 0.0)
+    for e in grid:
+        tails_r, d = _expected_curve(profile, runs, float(e))
+        per_run = tails_r[:, v]
+        value = min(1.0, float(np.mean(per_run)) + n * d)
+        se = float(np.std(per_run, ddof=1) / math.sqrt(len(per_run))) if len(per_run) > 1 else math.nan
+        if value < best[0]:
+            best = (value, se)
+    return best
+
+
+def expected_count_bound(profile, p_runs, confidence=0.95):
+    """The smallest c with expected_tail(profile, p_runs, c + 1) <= 1 - confidence (estimate)."""
+    profile = _profile(profile)
+    runs = _runs(p_runs)
+    conf = _validate.confidence("confidence", confidence)
+    n = runs.shape[1]
+    top = min(profile.max_useful_epsilon, EPS_CEILING)
+    e_small = profile.epsilon(max(1e-12 / n, 1e-300))
+    top = float(min(top, e_small)) if np.isfinite(min(top, e_small)) else top
+    grid = np.unique(np.concatenate([[0.0], np.geomspace(max(top, 1e-9) / 1e4, max(top, 1e-9), 40)]))
+    curve = np.ones(n + 2)
+    for e in grid:
+        tails_r, d = _expected_curve(profile, runs, float(e))
+        curve = np.minimum(curve, np.minimum(1.0, tails_r.mean(axis=0) + n * d))
+    curve[0] = 1.0
+    out = np.array([int(np.argmax(curve <= 1.0 - c)) - 1 for c in np.atleast_1d(conf)])
+    return int(out[0]) if conf.ndim == 0 else out.reshape(conf.shape)
+
+
+# --------------------------------------------------------------------------------------------
+# Single-target views
+# --------------------------------------------------------------------------------------------
+def success_bound(profile, p) -> float:
+    """n = 1 posterior bound: min_eps beta(eps, p) + (1 - beta(eps, p)) delta(eps).
+
+    This is tail_bound with one target and v = 1 (then alpha = 1 - beta). For p = 1/2 and mu-GDP
+    it equals Phi(mu / 2), the optimal membership-inference accuracy.
+    """
+    q = _validate.probability("p", p)
+    if q.ndim != 0:
+        raise ValueError(f"p must be a single prior success probability, got an array of shape {q.shape}.")
+    return tail_bound(profile, [float(q)], 1)
+
+
+def advantage_bound(profile, p) -> float:
+    """Generalised advantage bound (posterior - prior) / (1 - prior) (Cherubin et al. 2017)."""
+    q = float(_validate.probability("p", p, open_high=True))
+    return max(0.0, (success_bound(profile, q) - q) / (1.0 - q))
+
+
+def eps_protect(p, threshold: float = 0.05, delta: float = 1e-5) -> float:
+    """The largest eps at which (eps, delta)-DP keeps the advantage bound <= threshold for prior p.
+
+    The advantage bound is non-decreasing in eps; found by bisection to 1e-9 relative. Returns
+    0.0 if even eps = 0 exceeds the threshold (delta alone is too large) and inf if no eps does.
+    """
+    q = float(_validate.probability("p", p, open_low=True, open_high=True))
+    thr = float(_validate.probability("threshold", threshold, open_low=True, open_high=True))
+    d = _validate.delta("delta", delta)
+    adv = lambda e: advantage_bound(ApproxDP(e, d), q)
+    if adv(0.0) > thr:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while adv(hi) <= thr:
+        lo, hi = hi, hi * 2
+        if hi > 1e4:
+            return math.inf
+    while hi - lo > 1e-9 * max(hi, 1e-9):
+        mid = 0.5 * (lo + hi)
+        if adv(mid) <= thr:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def calibrate_noise(
+    p,
+    target: float,
+    *,
+    kind: str = "advantage",
+    mechanism: str = "gaussian",
+    confidence: float = 0.95,
+    sensitivity: float = 1.0,
+    compositions: int = 1,
+    sample_rate: float = 1.0,
+    steps: int = 1,
+    neighboring: str = "replace_one",
+    rtol: float = 1e-4,
+) -> float:
+    """The smallest noise multiplier whose bound keeps the risk under ``target`` for prior ``p``.
+
+    kind="advantage": advantage_bound(profile, max(p)) <= target (the most exposed target decides).
+    kind="count": count_bound(profile, p, confidence) <= target successes.
+    mechanism="gaussian": ComposedGaussian(sigma, compositions, sensitivity);
+    mechanism="dpsgd": DPSGD(sigma, sample_rate, steps, neighboring).
+    Bounds only weaken as noise shrinks, so a bisection on log sigma finds the threshold; the sigma
+    returned satisfies the target (it is the upper end of the final bracket).
+    """
+    q = _priors(p)
+    if kind not in ("advantage", "count"):
+        raise ValueError(f"kind must be 'advantage' or 'count', got {kind!r}.")
+    if mechanism not in ("gaussian", "dpsgd"):
+        raise ValueError(f"mechanism must be 'gaussian' or 'dpsgd', got {mechanism!r}.")
+    if kind == "advantage":
+        tgt = float(_validate.probability("target", target, open_low=True, open_high=True))
+    else:
+        tgt = _validate.integer("target", target, minimum=0)
+
+    def profile_for(sigma: float) -> PrivacyProfile:
+        if mechanism == "gaussian":
+            return ComposedGaussian(sigma, compositions, sensitivity)
+        return DPSGD(sigma, sample_rate, steps, neighboring)
+
+    def ok(sigma: float) -> bool:
+        prof = profile_for(sigma)
+        if kind == "advantage":
+            return advantage_bound(prof, float(np.max(q))) <= tgt
+        return count_bound(prof, q, confidence) <= tgt
+
+    if kind == "count" and tgt >= len(q):
+        raise ValueError(f"target must be < n = {len(q)} successes to constrain anything, got {tgt}.")
+    lo, hi = 0.05, 1.0
+    while not ok(hi):
+        lo, hi = hi, hi * 2
+        if hi > 1e6:
+            raise ValueError(f"target {target!r} cannot be met by any noise multiplier up to 1e6.")
+    while ok(lo) and lo > 1e-6:
+        lo, hi = lo / 2, lo
+    while hi / lo > 1 + rtol:
+        mid = math.sqrt(lo * hi)
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi

@@ -1,0 +1,54 @@
+"""k-ary randomized response applied to each target's secret independently (pure epsilon-DP)."""
+from __future__ import annotations
+
+import numpy as np
+
+from stages.bound import _validate
+from stages.bound.profiles import PureDP
+from stages.mechanism import check_records
+
+__all__ = ["RandomizedResponse"]
+
+
+class RandomizedResponse:
+    """RR_eps on candidates 0..m-1: report X_i with probability e^eps / (e^eps + m - 1), else a uniform other value.
+
+    Each target's record enters only its own report, so the release is eps-DP under replace-one
+    (paper, Appendix A.1, Proposition A.2).
+    """
+
+    name = "randomized_response"
+
+    def __init__(self, epsilon: float = 1.0, domain_size: int = 10) -> None:
+        self.epsilon = float(_validate.epsilon("epsilon", epsilon))
+        self.domain_size = _validate.integer("domain_size", domain_size, minimum=2)
+
+    @property
+    def keep_probability(self) -> float:
+        """Pr[RR(x) = x] = e^eps / (e^eps + m - 1), written to stay finite for eps = inf."""
+        return 1.0 / (1.0 + (self.domain_size - 1) * np.exp(-self.epsilon))
+
+    @property
+    def profile(self) -> PureDP:
+        return PureDP(self.epsilon)
+
+    def release(self, X, rng: np.random.Generator) -> np.ndarray:
+        """The per-target reports a (n,): X_i kept, or replaced by one of the m - 1 other values."""
+        x = check_records(X, self.domain_size)
+        flip = rng.random(x.shape[0]) >= self.keep_probability
+        # A uniform value among the m - 1 others: draw from 1..m-1 and add it to x modulo m.
+        shift = rng.integers(1, self.domain_size, size=x.shape[0])
+        return np.where(flip, (x + shift) % self.domain_size, x).astype(np.int64)
+
+    def log_likelihood(self, a) -> np.ndarray:
+        """log Pr[RR(j) = a_i] for every target i and candidate j: array (n, m)."""
+        reports = check_records(a, self.domain_size, name="a")
+        # log of e^eps / (e^eps + m - 1) and of 1 / (e^eps + m - 1), stable for large and infinite eps.
+        log_keep = -np.log1p((self.domain_size - 1) * np.exp(-self.epsilon))
+        log_other = -self.epsilon + log_keep
+        same = reports[:, None] == np.arange(self.domain_size)[None, :]
+        return np.where(same, log_keep, log_other)
+
+    def params(self) -> dict:
+        return {"mechanism": self.name, "epsilon": self.epsilon, "domain_size": self.domain_size}
+

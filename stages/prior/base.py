@@ -1,0 +1,91 @@
+"""The prior box: independent per-target distributions D_1..D_n over ordinal candidates 0..m-1."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from stages.bound import _validate
+
+__all__ = ["Prior", "validate_probabilities", "data_path", "DATA_ENV", "REPO_ROOT"]
+
+DATA_ENV = "ADVBOUNDS_DATA"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+_ROW_SUM_TOLERANCE = 1e-9
+
+
+def validate_probabilities(probabilities, name: str = "probabilities") -> np.ndarray:
+    """Return an (n, m) float array whose rows are distributions, raising a ValueError otherwise."""
+    arr = np.asarray(probabilities, dtype=float)
+    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
+        raise ValueError(f"{name} must be an array of shape (n_targets, domain_size), got shape {arr.shape}.")
+    _validate.probability(name, arr)
+    sums = arr.sum(axis=1)
+    bad = np.flatnonzero(np.abs(sums - 1.0) > _ROW_SUM_TOLERANCE)
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"{name} row {i} must sum to 1 (within {_ROW_SUM_TOLERANCE:g}), got {sums[i]!r}; normalise each target's distribution."
+        )
+    return arr
+
+
+def data_path(relative: str | os.PathLike, data_dir: str | os.PathLike | None = None) -> Path:
+    """Resolve a data file: an absolute path as is, else under data_dir, $ADVBOUNDS_DATA or ../shared/data.
+
+    The default data folder is ../shared/data next to the repository root. A missing file fails with
+    one sentence naming the path and how to provide it.
+    """
+    path = Path(relative).expanduser()
+    if not path.is_absolute():
+        if data_dir is None:
+            data_dir = os.environ.get(DATA_ENV) or (REPO_ROOT.parent / "shared" / "data")
+        path = Path(data_dir).expanduser() / path
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"data file {path} does not exist; copy it there (see ../shared/data/README.md for where each file "
+            f"comes from) or point data_dir or the {DATA_ENV} environment variable at the folder that holds it."
+        )
+    return path
+
+
+class Prior:
+    """Independent priors D_i given as a matrix: probabilities[i, j] = Pr_{X_i ~ D_i}[X_i = j]."""
+
+    name = "prior"
+
+    def __init__(self, probabilities) -> None:
+        self.probabilities = validate_probabilities(probabilities)
+        self._cdf = np.cumsum(self.probabilities, axis=1)
+
+    @property
+    def n_targets(self) -> int:
+        return int(self.probabilities.shape[0])
+
+    @property
+    def domain_size(self) -> int:
+        return int(self.probabilities.shape[1])
+
+    def sample(self, rng: np.random.Generator, n: int | None = None) -> np.ndarray:
+        """Draw X_i ~ D_i independently for every target: int array (n_targets,).
+
+        n, if given, must equal n_targets (one record per target is what the attack game samples).
+        """
+        if n is not None and _validate.integer("n", n, minimum=1) != self.n_targets:
+            raise ValueError(f"n must equal the prior's n_targets ({self.n_targets}), got {n}.")
+        u = rng.random(self.n_targets)
+        # Inverse CDF; the clip guards against a last cumulative sum that rounds below 1.
+        x = (self._cdf < u[:, None]).sum(axis=1)
+        return np.minimum(x, self.domain_size - 1).astype(np.int64)
+
+    def success_probability(self, z, metric) -> np.ndarray:
+        """p_i = Pr_{X ~ D_i}[l_i(X, z_i) = 1]: the chance a fresh record from D_i counts as attacked by z."""
+        return metric.success_probability(self.probabilities, z)
+
+    def a_priori_guess(self, metric, k: int = 1) -> np.ndarray:
+        """z*: the k guesses per target with the highest prior success, shape (n_targets, k)."""
+        return metric.best_guess(self.probabilities, k)
+
+    def params(self) -> dict:
+        return {"prior": self.name, "n_targets": self.n_targets, "domain_size": self.domain_size}

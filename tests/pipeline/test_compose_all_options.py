@@ -1,0 +1,74 @@
+"""Every option of every config group composes from the real conf/ tree and plays a small game end to end."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import SMALL, options
+
+from pipeline.game import BOX_GROUPS, run_job
+
+# Other choices an option needs to make sense (the default is prior=uniform, mechanism=gaussian,
+# attack=bayes_optimal, metric=exact, bound=one_run, logger=none).
+COMPANIONS = {
+    ("bound", "pure_dp"): ("mechanism=randomized_response",),  # Theorem 3.1 needs an eps-DP mechanism
+}
+
+
+def _cases():
+    for group in (*BOX_GROUPS, "logger"):
+        for option in options(group):
+            yield pytest.param(group, option, id=f"{group}={option}")
+
+
+@pytest.mark.parametrize("group,option", list(_cases()))
+def test_option_plays_a_game(group, option, compose_config, tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    cfg = compose_config(f"{group}={option}", *COMPANIONS.get((group, option), ()), *SMALL)
+    out = tmp_path / "job"
+    choices = {g: cfg[g].get("_target_", "").rsplit(".", 1)[-1] for g in BOX_GROUPS}
+    metrics = run_job(cfg, out, choices=choices)
+
+    written = json.loads((out / "metrics.json").read_text())
+    assert written == json.loads(json.dumps(metrics))
+    assert written["n_targets"] == 20 and written["trials"] == 10
+    assert len(written["attack_successes"]) == len(written["prior_successes"]) == 10
+    assert all(0 <= s <= 20 for s in written["attack_successes"] + written["prior_successes"])
+    assert set(written["bound"]) == {"0.05", "0.5", "0.95"}
+    counts = [written["bound"][c] for c in ("0.05", "0.5", "0.95")]
+    assert counts == sorted(counts), "a higher confidence never gives a smaller count"
+    assert all(0 <= c <= 20 for c in counts)
+    assert written["privacy"]["delta"] == 1e-5 and written["privacy"]["epsilon"] >= 0
+    assert "profile" in written["privacy"]
+    assert (out / "figures" / "successes.png").stat().st_size > 0
+    if option == "wandb":
+        assert list((out / "wandb").glob("offline-run-*/run-*.wandb"))
+
+
+def test_every_experiment_composes(compose_config):
+    for option in options("experiment"):  # experiment/ may hold none yet
+        cfg = compose_config(f"experiment={option}")
+        for group in BOX_GROUPS:
+            assert cfg[group]["_target_"].startswith("stages."), (option, group)
+
+
+@pytest.mark.parametrize("launcher,target", [
+    ("slurm", "SlurmLauncher"), ("slurm_local", "SlurmLauncher"), ("submitit_local", "LocalLauncher"),
+    ("basic", "BasicLauncher"),
+])
+def test_launcher_profiles_compose(launcher, target, compose_config):
+    cfg = compose_config(f"hydra/launcher={launcher}", return_hydra_config=True)
+    assert cfg.hydra.launcher._target_.endswith(target)
+    if launcher == "slurm":
+        for key in ("partition", "gpus_per_node", "timeout_min", "mem_gb", "cpus_per_task"):
+            assert key in cfg.hydra.launcher
+    if launcher == "slurm_local":
+        assert cfg.hydra.launcher.partition == "debug"
+
+
+def test_paths_are_absolute_and_under_outputs(compose_config, tmp_path):
+    cfg = compose_config()
+    assert cfg.cache_dir == str(tmp_path / "outputs" / "cache")
+    assert cfg.data_dir.startswith("/")
+    hydra_cfg = compose_config(return_hydra_config=True).hydra
+    assert "/outputs/runs/" in hydra_cfg.run.dir and "/outputs/multirun/" in hydra_cfg.sweep.dir

@@ -1,0 +1,59 @@
+"""logger=wandb writes an offline W&B run that holds the config, the metrics and the figure; the run is closed on failure too."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline.game import ConfigError, run_job
+from pipeline.tracking import read_offline_run
+
+CHOICES = {"prior": "zipf", "mechanism": "gaussian", "attack": "bayes_optimal", "metric": "exact", "bound": "one_run"}
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+
+
+def _only_run(job_dir):
+    runs = sorted((job_dir / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1, runs
+    return read_offline_run(runs[0])
+
+
+def test_offline_run_holds_config_metrics_and_figure(compose_config, tmp_path):
+    cfg = compose_config("logger=wandb", "prior=zipf", "prior.n_targets=20", "trials=6", "name=demo_experiment")
+    metrics = run_job(cfg, tmp_path / "job", choices=CHOICES, run_name="prior=zipf")
+    run = _only_run(tmp_path / "job")
+
+    assert run["exit_code"] == 0
+    assert run["group"] == "demo_experiment"
+    assert set(run["tags"]) == {f"{g}:{o}" for g, o in CHOICES.items()}
+    assert run["config"]["prior"]["_target_"] == "stages.prior.zipf.ZipfPrior"
+    assert run["config"]["trials"] == 6
+    written = json.loads((tmp_path / "job" / "metrics.json").read_text())
+    summary = run["summary"]
+    assert summary["attack_success_mean"] == pytest.approx(written["attack_success_mean"])
+    assert summary["prior_successes"] == written["prior_successes"]
+    for confidence, count in written["bound"].items():
+        assert summary[f"bound/{confidence}"] == count
+    assert summary["privacy/epsilon"] == pytest.approx(metrics["privacy"]["epsilon"])
+    per_trial = [row["trial/attack_successes"] for row in run["history"] if "trial/attack_successes" in row]
+    assert per_trial == written["attack_successes"]
+    assert any(path.endswith(".png") and "successes" in path for path in run["files"])
+
+
+def test_failed_job_still_closes_its_run(compose_config, tmp_path):
+    cfg = compose_config("logger=wandb", "prior.n_targets=10", "trials=3", "mechanism.epsilon=-1")
+    with pytest.raises(ConfigError):
+        run_job(cfg, tmp_path / "job", choices=CHOICES)
+    run = _only_run(tmp_path / "job")
+    assert run["exit_code"] == 1  # finished, marked failed
+    assert not (tmp_path / "job" / "metrics.json").exists()
+
+
+def test_logger_none_logs_nothing(compose_config, tmp_path):
+    run_job(compose_config("logger=none", "prior.n_targets=10", "trials=3"), tmp_path / "job", choices=CHOICES)
+    assert (tmp_path / "job" / "metrics.json").is_file()
+    assert not (tmp_path / "job" / "wandb").exists()
