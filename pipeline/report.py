@@ -148,6 +148,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("multirun_dir", help="a sweep's folder, e.g. outputs/multirun/2025-01-01/12-00-00")
     parser.add_argument("--out", default=None, help="where report.csv and figures/report.png go (default: the sweep's folder)")
     args = parser.parse_args(argv)
+    from pipeline import experiments
+
+    if experiments.has_experiment_jobs(args.multirun_dir):
+        # An experiment's sweep: its own table (the columns) and figure, under the sweep folder.
+        table, figure, experiment_rows = experiments.write_report(args.multirun_dir)
+        print(format_table(experiment_rows, experiments.table_columns(experiment_rows)))
+        print(f"\nwrote {table} and {figure}")
+        if not all("boxes" in json.loads(p.read_text()) for p in Path(args.multirun_dir).rglob("metrics.json")
+                   if ".submitit" not in p.parts):
+            return 0  # analytic experiments have no games to aggregate
     try:
         rows = collect(args.multirun_dir)
     except FileNotFoundError as exc:

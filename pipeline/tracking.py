@@ -43,6 +43,9 @@ class NoLogger:
     def log_figures(self, figures: Mapping[str, str | os.PathLike]) -> None:
         pass
 
+    def log_table(self, name: str, columns: list[str], rows: list[Mapping]) -> None:
+        pass
+
     def finish(self, exit_code: int = 0) -> None:
         pass
 
@@ -87,6 +90,15 @@ class WandbLogger:
         import wandb
 
         self.run.log({f"figures/{name}": wandb.Image(str(path)) for name, path in figures.items()})
+
+    def log_table(self, name: str, columns: list[str], rows: list[Mapping]) -> None:
+        """An experiment's table as a W&B Table `tables/<name>` (missing cells as None)."""
+        if self.run is None:
+            return
+        import wandb
+
+        data = [[row.get(c) for c in columns] for row in rows]
+        self.run.log({f"tables/{name}": wandb.Table(columns=list(columns), data=data)})
 
     def finish(self, exit_code: int = 0) -> None:
         if self.run is None:

@@ -162,7 +162,13 @@ def _inverse_blow_up(profile, *, refine: bool = False):
         delta = float(params.get("delta", 0.0)) if kind == "ApproxDP" else 0.0
         e_eps = math.exp(eps) if eps < 700 else math.inf
         return lambda y: max(0.0, (y - delta) / e_eps, 1.0 - delta - e_eps * (1.0 - y)) if y < 1.0 else 1.0
-    return _inverse_blow_up_from_delta(profile, refine=refine)
+    return _inverse_blow_up_from_delta(profile, refine=refine and _cheap_delta(profile))
+
+
+def _cheap_delta(profile) -> bool:
+    """Whether a scalar delta(eps) call is cheap (closed form) rather than a PLD evaluation."""
+    kind, _ = _profile_kind(profile)
+    return kind != "DPSGD" or getattr(profile, "full_batch_mu", None) is not None
 
 
 def _inverse_blow_up_from_delta(profile, *, refine: bool):
@@ -172,7 +178,8 @@ def _inverse_blow_up_from_delta(profile, *, refine: bool):
     probability >= max((y - delta) e^-eps, 1 - delta - e^eps (1 - y)) under the other, so
     g^{-1}(y) = max(0, max_eps of those). A finite grid gives a smaller value (a weaker curve), so
     this never overstates privacy; ``refine`` maximises over eps near the best grid point (every eps
-    is a valid guarantee, so refining can only tighten). Needs only ``delta``, not ``tradeoff``.
+    is a valid guarantee, so refining can only tighten; it calls delta on scalars, so it is used only
+    where that is cheap). Needs only ``delta``, not ``tradeoff``.
     """
     top = float(min(getattr(profile, "max_useful_epsilon", math.inf), 60.0))
     eps = np.unique(np.concatenate([np.linspace(0.0, top, 2001), np.geomspace(1e-6, max(top, 1e-6), 1001)]))

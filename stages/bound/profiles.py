@@ -60,6 +60,10 @@ class PrivacyProfile:
         out = np.clip(self._delta(np.atleast_1d(arr).astype(float)), 0.0, 1.0)
         return float(out[0]) if arr.ndim == 0 else out.reshape(arr.shape)
 
+    def delta_upper(self, eps: float) -> float:
+        """A fast valid upper bound on delta(eps) for the theorems' searches (exact unless overridden)."""
+        return float(self.delta(eps))
+
     def epsilon(self, delta: float) -> float:
         """The smallest eps >= 0 with delta(eps) <= delta (inf if there is none)."""
         d = _validate.probability("delta", delta)
@@ -68,6 +72,8 @@ class PrivacyProfile:
         d = float(d)
         if self.delta(0.0) <= d:
             return 0.0
+        if d == 0.0 and not np.isfinite(self.max_useful_epsilon):
+            return math.inf  # the profile is positive at every finite eps
         hi = min(1.0, self.max_useful_epsilon)
         while self.delta(hi) > d:
             if hi >= self.max_useful_epsilon or hi > 1e4:
@@ -85,10 +91,14 @@ class PrivacyProfile:
         a = _validate.probability("alpha", alpha)
         flat = np.atleast_1d(a).astype(float)[:, None]
         eps = self._tradeoff_grid
-        d = self.delta(eps)[None, :]
+        d = self._tradeoff_deltas[None, :]
         lines = np.maximum(1.0 - d - np.exp(eps)[None, :] * flat, np.exp(-eps)[None, :] * (1.0 - d - flat))
         out = np.clip(np.max(lines, axis=1), 0.0, 1.0)
         return float(out[0]) if a.ndim == 0 else out.reshape(a.shape)
+
+    @cached_property
+    def _tradeoff_deltas(self) -> np.ndarray:
+        return self.delta(self._tradeoff_grid)
 
     @cached_property
     def _tradeoff_grid(self) -> np.ndarray:
@@ -265,6 +275,29 @@ class DPSGD(PrivacyProfile):
             neighboring_relation=relation,
         )
         return single.self_compose(self.steps)
+
+    @cached_property
+    def _delta_table(self):
+        """delta on a fine eps grid, for delta_upper: one vectorised accountant call."""
+        top = min(float(self._pld.get_epsilon_for_delta(1e-30)), 500.0)
+        top = max(top, 1e-3)
+        grid = np.unique(np.concatenate([np.linspace(0.0, top, 8001), np.geomspace(1e-6, top, 2001)]))
+        vals = np.asarray(self._pld.get_delta_for_epsilon(grid), dtype=float)
+        return grid, np.minimum.accumulate(vals)  # a non-increasing upper envelope
+
+    def delta_upper(self, eps: float) -> float:
+        """delta(eps) <= the chord of the table in e^eps: the hockey-stick divergence is convex in
+        e^eps, so linear interpolation in e^eps between grid points is a valid upper bound."""
+        if self.full_batch_mu is not None:
+            return float(gdp_delta(np.array([eps]), self.full_batch_mu)[0])
+        grid, vals = self._delta_table
+        e = float(eps)
+        if e >= grid[-1]:
+            return float(vals[-1])
+        i = int(np.searchsorted(grid, e, side="right")) - 1
+        g0, g1 = grid[i], grid[i + 1]
+        w = -math.expm1(e - g1) / -math.expm1(g0 - g1)  # (e^g1 - e^e) / (e^g1 - e^g0)
+        return float(min(1.0, w * vals[i] + (1.0 - w) * vals[i + 1]))
 
     def _delta(self, eps):
         mu = self.full_batch_mu

@@ -24,7 +24,7 @@ from . import _validate
 #: above the FFT round-off floor (~1e-16 per entry) so that trimming actually removes the noise tails.
 TRIM = 1e-14
 #: Partial distributions wider than this are trimmed (few enough that the trimmed mass stays < 1e-10).
-_TRIM_WIDTH = 512
+_TRIM_WIDTH = 128
 #: Leaf block size of the convolution tree (direct recursion below it).
 _LEAF = 16
 #: Number of copies from which equal betas are treated as one binomial.
@@ -87,15 +87,16 @@ def _leaf_pmfs(beta: np.ndarray) -> np.ndarray:
     nb = -(-len(beta) // _LEAF)
     b = np.zeros(nb * _LEAF)
     b[: len(beta)] = beta
-    b = b.reshape(nb, _LEAF)
-    p = np.zeros((nb, _LEAF + 1))
-    p[:, 0] = 1.0
+    b = b.reshape(nb, _LEAF).T.copy()  # (LEAF, nb): each step works on contiguous rows
+    p = np.zeros((_LEAF + 1, nb))
+    p[0] = 1.0
     for t in range(_LEAF):
-        bt = b[:, t : t + 1]
-        new = p[:, : t + 2] * (1.0 - bt)
-        new[:, 1:] += p[:, : t + 1] * bt
-        p[:, : t + 2] = new
-    return p
+        bt, ct = b[t], 1.0 - b[t]
+        moved = p[: t + 1] * bt  # mass that gains one success
+        p[1 : t + 2] *= ct
+        p[1 : t + 2] += moved
+        p[0] *= ct
+    return p.T.copy()
 
 
 def _convolve_tree(beta: np.ndarray) -> PoissonBinomial:

@@ -116,7 +116,10 @@ class _Tail:
         self.end = d.offset + len(d.pmf)
 
     def __call__(self, u: np.ndarray) -> np.ndarray:
-        return self.ext[np.clip(np.asarray(u) - (self.offset - 1), 0, len(self.ext) - 1)]
+        idx = np.asarray(u) - (self.offset - 1)
+        np.maximum(idx, 0, out=idx)
+        np.minimum(idx, len(self.ext) - 1, out=idx)
+        return self.ext[idx]
 
     def first_below(self, t: float) -> int:
         """The smallest u >= 0 with Pr[S >= u] <= t."""
@@ -126,67 +129,169 @@ class _Tail:
         return int(self.offset - 1 + idx[0]) if idx.size else self.d.n + 1
 
 
-def _alpha(tail: _Tail, vs: np.ndarray, lower: _Tail | None = None) -> np.ndarray:
-    """The LP-dual alpha(v) = max(0, max_{j in [n]} (T(v - j) - T(v)) / j) for each v in vs.
+class _NormalTail(_Tail):
+    """A normal approximation of S*'s tail with the same interface as _Tail (search only, never a result)."""
 
-    With ``lower`` given, returns max_j (tail(v - j) - lower(v)) / j instead (used to bound the
-    objective from below over an interval of eps). Only j <= v - offset can matter: below the
-    support T(v - j) = 1 and the ratio decreases in j.
+    def __init__(self, mean: float, var: float, n: int):
+        sd = math.sqrt(max(var, 1e-12))
+        lo = max(0, int(math.floor(mean - 12 * sd)))
+        hi = min(n + 1, int(math.ceil(mean + 12 * sd)) + 1)
+        self.offset = lo
+        u = np.arange(lo, hi + 1)
+        rev = special.ndtr((mean - (u - 0.5)) / sd)
+        rev[0] = 1.0
+        self.ext = np.concatenate([[1.0], rev, [0.0]])
+        self.d = PoissonBinomial(lo, np.diff(-np.append(rev, 0.0)), n, 0.0)
+        self.end = hi + 1
+
+
+def _lp_value(tail: _Tail, v: int, m: float) -> float:
+    """The LP of the approximate-DP appendix: max E[g(F)] s.t. E[F] <= m, with g(j) = T(v - j).
+
+    ``T`` is the tail of S* (a Poisson binomial: log-concave, so g is convex then concave in j), and
+    the optimum is the least concave majorant of g at m. We form the optimal dual pair (gamma,
+    alpha): for m before the tangent point j*, gamma = T(v) and alpha = max_j (T(v-j) - T(v)) / j,
+    the paper's choice; beyond it, the supporting line of g's concave part at m. Any floating-point
+    violation of dual feasibility (gamma + alpha j >= g(j) for all j) is added back, so the value
+    is always a certified upper bound; it equals the primal LP optimum up to rounding.
     """
-    vs = np.asarray(vs, dtype=np.int64)
-    base = (lower or tail)(vs)
-    out = np.zeros(len(vs))
-    jmax = np.maximum(1, vs - tail.offset)
-    for start in range(0, len(vs), 64):
-        sl = slice(start, start + 64)
-        J = int(np.max(jmax[sl]))
-        j = np.arange(1, J + 1)[None, :]
-        u = vs[sl, None] - j
-        ratio = (tail(u) - base[sl, None]) / j
-        ratio = np.where(j <= jmax[sl, None], ratio, -np.inf)
-        out[sl] = np.max(ratio, axis=1)
-    return np.maximum(out, 0.0)
+    g0 = float(tail(np.array([v]))[0])
+    if m <= 0:
+        return g0
+    J = max(1, v - tail.offset)  # g(j) = 1 for j >= J
+    if m >= J:
+        return 1.0
+    # Work on j <= W, doubling W until no j > W can matter: there g(j) <= 1, so a slope from
+    # (0, g0) is at most (1 - g0) / W, and the dual line covers g once it reaches 1.
+    W = min(J, max(1024, int(2 * math.ceil(m)) + 2))
+    while True:
+        j = np.arange(W + 1)
+        g = tail(v - j)
+        slopes = (g[1:] - g0) / j[1:]
+        tangent = int(np.argmax(slopes)) + 1
+        if W < J and slopes[tangent - 1] < (1.0 - g0) / W:
+            W = min(J, 4 * W)
+            continue
+        if m <= tangent:
+            alpha, gamma = float(slopes[tangent - 1]), g0
+        else:
+            k = int(math.floor(m))
+            alpha = float(g[k + 1] - g[k])
+            gamma = float(g[k]) - alpha * k
+        alpha = max(alpha, 0.0)
+        if W < J and gamma + alpha * W < 1.0:
+            W = min(J, 4 * W)
+            continue
+        violation = float(np.max(g - gamma - alpha * j))
+        return min(1.0, gamma + alpha * m + max(violation, 0.0))
 
 
 @dataclass
 class _OneRun:
-    """Evaluates the one-run objective B(v, eps) = T_eps(v) + alpha_eps(v) n delta(eps), caching by eps."""
+    """Evaluates the one-run objective B(v, eps) (the LP value at m = n delta(eps)), caching by eps."""
 
     profile: PrivacyProfile
     p: np.ndarray
+    approximate: bool = False
     n: int = field(init=False)
     cache: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.n = len(self.p)
         self.values, self.counts = np.unique(self.p, return_counts=True)
+        self.weights = self.counts.astype(float)
+        with np.errstate(divide="ignore"):
+            self.logits = special.logit(self.values)
 
     def at(self, eps: float):
         eps = float(eps)
         if eps not in self.cache:
-            b = _beta_unchecked(eps, self.values)
-            tail = _Tail(distribution_grouped(b, self.counts))
-            self.cache[eps] = (tail, float(self.profile.delta(eps)))
+            b = special.expit(eps + self.logits)  # = beta(eps, p), exact at p in {0, 1} too
+            if self.approximate:
+                tail = _NormalTail(float(b @ self.weights), float((b * (1 - b)) @ self.weights), self.n)
+            else:
+                tail = _Tail(distribution_grouped(b, self.counts))
+            self.cache[eps] = (tail, self.profile.delta_upper(eps))
         return self.cache[eps]
 
-    def objective(self, eps: float, vs) -> np.ndarray:
-        vs = np.atleast_1d(np.asarray(vs, dtype=np.int64))
+    def objective(self, eps: float, v: int) -> float:
+        """B(v, eps): Pr[S*_eps >= v] + the LP's worst-case contribution of delta(eps) (<= 1)."""
+        if v <= 0:
+            return 1.0
+        if v > self.n:
+            return 0.0
         tail, d = self.at(eps)
-        out = tail(vs)
-        if d > 0:
-            out = out + _alpha(tail, vs) * self.n * d
-        out = np.where(vs <= 0, 1.0, np.where(vs > self.n, 0.0, out))
-        return np.minimum(out, 1.0)
+        return _lp_value(tail, int(v), self.n * d)
+
+    def search_objective(self, eps: float, v: int) -> float:
+        """B(v, eps), tilted where it saturates at 1 so a minimiser sees which way the valley lies.
+
+        The bound saturates for small eps (the delta term m = n delta(eps) covers all of v) and for
+        large eps (S*'s whole support lies at or above v). The tilt grows with m on the left and with
+        the support's distance above v on the right; it only steers the search, never a result.
+        """
+        value = self.objective(eps, v)
+        if value < 1.0:
+            return value
+        tail, d = self.at(eps)
+        return 1.0 + 1e-3 * (max(0, tail.offset + 1 - v) + min(self.n * d, self.n)) / self.n
 
     def lower_on_interval(self, a: float, b: float, v: int) -> float:
-        """A lower bound on B(v, eps) for every eps in [a, b] (T increases, delta decreases in eps)."""
-        ta, da = self.at(a)
-        tb, db = self.at(b)
-        vs = np.array([v])
-        low = float(ta(vs)[0])
-        if db > 0:
-            low += float(_alpha(ta, vs, lower=tb)[0]) * self.n * db
-        return low
+        """A lower bound on B(v, eps) for all eps in [a, b].
+
+        T_eps(u) increases with eps and delta(eps) decreases, and the LP value increases in both
+        g = T(v - .) and m = n delta, so B(v, eps) >= LP(T_a, n delta(b)).
+        """
+        if v <= 0:
+            return 1.0
+        if v > self.n:
+            return 0.0
+        ta, _ = self.at(a)
+        _, db = self.at(b)
+        return _lp_value(ta, int(v), self.n * db)
+
+    def smallest_passing(self, eps: float, t: float, hi: int | None = None) -> int:
+        """The smallest v with B(v, eps) <= t (B is non-increasing in v: binary search).
+
+        ``hi``, if given, is a v already known to pass at this eps.
+        """
+        tail, d = self.at(eps)
+        hi = self.n + 1 if hi is None else hi
+        lo = min(max(1, tail.first_below(t)), hi)  # B >= T, so B(lo - 1) > t; B(hi) <= t
+        m = self.n * d
+        if m > 0 and lo < hi:
+            # Primal lower bounds: F = j w.p. m/j (j >= m) gives (1 - m/j) T(v) + (m/j) T(v - j) <= B(v).
+            # Scan v in growing chunks for the first v whose lower bound is <= t.
+            js = [max(1, int(math.ceil(m)))]
+            while js[-1] * 2 < self.n:
+                js.append(js[-1] * 2)
+            start, size = lo, 256
+            while start < hi:
+                us = np.arange(start, min(start + size, hi))
+                tu = tail(us)
+                low = tu.copy()
+                for j in js:
+                    low = np.maximum(low, (1 - m / j) * tu + (m / j) * tail(us - j))
+                ok = np.flatnonzero(low <= t)
+                if ok.size:
+                    break
+                start, size = start + size, size * 4
+            lo = int(us[ok[0]]) if start < hi and ok.size else hi
+        if lo >= hi or self.objective(eps, lo) <= t:
+            return lo
+        # gallop up from lo (the answer usually sits just above it), then bisect
+        step = 1
+        while lo + step < hi and self.objective(eps, lo + step) > t:
+            lo += step
+            step *= 2
+        hi = min(hi, lo + step)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.objective(eps, mid) <= t:
+                hi = mid
+            else:
+                lo = mid
+        return hi
 
     def eps_max(self, scale: float) -> float:
         """Beyond this eps the objective cannot drop below (1 - 1e-9) of its value here."""
@@ -210,7 +315,7 @@ def tail_bound_at(profile, p, v, eps) -> float:
     q = _priors(p)
     v = _successes(v, len(q))
     e = float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))
-    return float(_OneRun(profile, q).objective(e, [v])[0])
+    return float(_OneRun(profile, q).objective(e, v))
 
 
 def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7):
@@ -233,7 +338,7 @@ def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7):
     if v > n:
         return (0.0, 0.0) if return_eps else 0.0
     run = _OneRun(profile, q)
-    f = lambda e: float(run.objective(e, [v])[0])
+    f = lambda e: run.search_objective(e, v)
     scale = max(float(run.at(0.0)[0](np.array([v]))[0]), 1e-300)  # the objective is >= T_0(v)
     top = run.eps_max(scale)
     grid = run.grid(top, 16)
@@ -244,9 +349,89 @@ def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7):
         optimize.minimize_scalar(
             f, bounds=(lo, hi), method="bounded", options={"xatol": max(1e-12, rtol * max(hi, 1e-9)), "maxiter": 200}
         )
-    best = min(run.cache, key=f)
-    value = f(best)
+    best = min(run.cache, key=lambda e: run.objective(e, v))
+    value = run.objective(best, v)
     return (value, best) if return_eps else value
+
+
+#: From this many targets count_bound seeds its exact search with a normal approximation.
+_APPROXIMATE_FROM = 20000
+
+
+def _count_search(run: "_OneRun", targets: np.ndarray, seeds, brackets: dict | None = None) -> list[int]:
+    """For each target t, the smallest v - 1 such that some evaluated eps has B(v, eps) <= t.
+
+    Starting from the seed eps values, alternates Brent's method on eps -> B(v - 1, eps) with a jump
+    to the smallest v that passes at any evaluated eps, until v no longer improves. Brent runs to
+    1e-4 relative in eps, which puts B within ~1e-8 relative of its minimum (the valley is smooth).
+    Records the eps that certified each target in ``run.best_eps``.
+    """
+    n = run.n
+    for e in seeds:
+        run.at(float(min(max(e, 0.0), EPS_CEILING)))
+    memo: dict = {}
+
+    def objective(eps: float, v: int) -> float:
+        if (eps, v) not in memo:
+            memo[(eps, v)] = run.objective(eps, v)
+        return memo[(eps, v)]
+
+    checked: dict = {}
+
+    def improve(t: float, v: int, e):
+        """The smallest passing v over all evaluated eps, starting from a known passing (v, e).
+
+        An eps already checked for this target cannot improve v again (v only decreases), so only
+        eps values evaluated since the last call are examined.
+        """
+        seen = checked.setdefault(t, set())
+        for eps in sorted(set(run.cache) - seen):
+            seen.add(eps)
+            if v > 1 and objective(eps, v - 1) <= t:  # only then can this eps beat v
+                v, e = run.smallest_passing(eps, t, hi=v - 1), eps
+        return v, e
+
+    def minimise(v: int, centre: float, bracket=None) -> None:
+        """Brent's method on eps -> B(v, eps) near ``centre`` (the eps certifying the current v).
+
+        The bracket is the given one, else the neighbours of the best of the few cached eps around
+        the centre (the valley of B(v, .) lies next to where v + 1 passes), widened at the ends.
+        """
+        if bracket is None:
+            eps_sorted = sorted(run.cache)
+            c = eps_sorted.index(centre) if centre in run.cache else len(eps_sorted) // 2
+            window = range(max(c - 3, 0), min(c + 4, len(eps_sorted)))
+            k = min(window, key=lambda i: run.search_objective(eps_sorted[i], v))
+            lo, hi = eps_sorted[max(k - 1, 0)], eps_sorted[min(k + 1, len(eps_sorted) - 1)]
+            if k == len(eps_sorted) - 1 and hi < EPS_CEILING:  # the valley may lie beyond
+                hi = min(2 * hi + 1e-3, EPS_CEILING)
+            if k == 0 and lo > 0:
+                lo = lo / 2
+        else:
+            lo, hi = bracket
+        if hi > lo:
+            optimize.minimize_scalar(
+                lambda e: run.search_objective(e, v),
+                bounds=(lo, hi),
+                method="bounded",
+                options={"xatol": max(1e-12, 1e-4 * hi), "maxiter": 100},
+            )
+
+    out = []
+    run.best_eps = {}
+    for t in targets:
+        v, e = improve(t, n + 1, None)
+        bracket = (brackets or {}).get(float(t))
+        while v > 1:
+            minimise(v - 1, e, bracket)
+            bracket = None
+            new_v, new_e = improve(t, v, e)
+            if new_v >= v:
+                break
+            v, e = new_v, new_e
+        run.best_eps[float(t)] = e
+        out.append(v - 1)
+    return out
 
 
 def count_bound(profile, p, confidence=0.95):
@@ -260,75 +445,18 @@ def count_bound(profile, p, confidence=0.95):
     q = _priors(p)
     conf = _validate.confidence("confidence", confidence)
     confs = np.atleast_1d(conf)
-    run = _OneRun(profile, q)
-    n = len(q)
     targets = 1.0 - confs
-    top = run.eps_max(float(np.min(targets)))
-    grid = list(run.grid(top, 10))
-    for e in grid:
-        run.at(e)
-
-    objective_memo: dict = {}
-    passing_memo: dict = {}
-
-    def objective(eps: float, v: int) -> float:
-        key = (eps, v)
-        if key not in objective_memo:
-            objective_memo[key] = float(run.objective(eps, [v])[0])
-        return objective_memo[key]
-
-    def smallest_passing(eps: float, t: float) -> int:
-        """The smallest v with B(v, eps) <= t at this eps."""
-        key = (eps, t)
-        if key in passing_memo:
-            return passing_memo[key]
-        tail, d = run.at(eps)
-        v = max(1, tail.first_below(t))
-        found = n + 1
-        if d > 0 and v <= n:
-            # cheap necessary condition: alpha(v) >= max((1 - T(v)) / v, T(v - 1) - T(v))
-            us = np.arange(v, n + 1)
-            tv = tail(us)
-            low = tv + n * d * np.maximum((1.0 - tv) / us, tail(us - 1) - tv)
-            ok = np.flatnonzero(low <= t)
-            v = int(us[ok[0]]) if ok.size else n + 1
-        while v <= n:
-            vs = np.arange(v, min(v + 32, n + 1))
-            ok = np.flatnonzero(run.objective(eps, vs) <= t)
-            if ok.size:
-                found = int(vs[ok[0]])
-                break
-            v += 32
-        passing_memo[key] = found
-        return found
-
-    def refine(v: int, t: float, budget: int = 40) -> bool:
-        """Branch and bound on eps for min_eps B(v, eps) <= t; True once an evaluated eps certifies it.
-
-        Intervals whose lower bound exceeds t are discarded; the most promising one is split.
-        """
-        for _ in range(budget):
-            eps_sorted = sorted(run.cache)
-            if min(objective(e, v) for e in eps_sorted) <= t:
-                return True
-            lows = [run.lower_on_interval(a, b, v) for a, b in zip(eps_sorted[:-1], eps_sorted[1:])]
-            if not lows or min(lows) > t:
-                return False
-            i = int(np.argmin(lows))
-            a, b = eps_sorted[i], eps_sorted[i + 1]
-            mid = 0.5 * (a + b) if a == 0 or b / a < 4 else math.sqrt(a * b)
-            if mid in run.cache or b - a < 1e-12:
-                return False
-            run.at(mid)
-        return False
-
-    out = []
-    for t in targets:
-        while True:
-            v = min(smallest_passing(e, t) for e in sorted(run.cache))
-            if v <= 1 or not refine(v - 1, t):
-                break
-        out.append(v - 1)
+    run = _OneRun(profile, q)
+    if len(q) >= _APPROXIMATE_FROM:
+        # Locate each target's eps on a normal approximation of S* (cheap), then search exactly
+        # from there: every count returned is still certified by an exact evaluation.
+        approx = _OneRun(profile, q, approximate=True)
+        _count_search(approx, targets, seeds=approx.grid(approx.eps_max(float(np.min(targets))), 10))
+        seeds = list(approx.best_eps.values())
+        brackets = {t: (e / 1.02, e * 1.02) for t, e in approx.best_eps.items()}
+        out = _count_search(run, targets, seeds=seeds, brackets=brackets)
+    else:
+        out = _count_search(run, targets, seeds=run.grid(run.eps_max(float(np.min(targets))), 10))
     out = np.array(out, dtype=int)
     return int(out[0]) if conf.ndim == 0 else out.reshape(conf.shape)
 

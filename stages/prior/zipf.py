@@ -9,6 +9,7 @@ differs between canaries (which matters for the `within` metric, whose windows a
 from __future__ import annotations
 
 import csv
+import math
 import os
 import re
 
@@ -18,7 +19,10 @@ from scipy import optimize, special
 from stages.bound import _validate
 from stages.prior.base import Prior, data_path
 
-__all__ = ["ZipfPrior", "zipf_probabilities", "fit_zipf_exponent", "read_counts"]
+__all__ = [
+    "ZipfPrior", "zipf_probabilities", "fit_zipf_exponent", "read_counts",
+    "generalized_harmonic", "zipf_rank_probability", "zipf_median_rank", "zipf_exponent_interval",
+]
 
 _MAX_EXPONENT = 50.0
 
@@ -106,3 +110,83 @@ class ZipfPrior(Prior):
             "counts_file": self.counts_file,
             "permutation_seed": self.permutation_seed,
         }
+
+
+# ---------------------------------------------------------------------------------------------
+# Zipf laws over domains too large for an array (10^9 nine-digit passwords), and the fit's uncertainty.
+
+#: Below this many ranks the generalized harmonic number is summed term by term.
+_EXACT_TERMS = 10_000
+
+
+def generalized_harmonic(domain_size, exponent: float) -> float:
+    """H_N(s) = sum_{r=1}^{N} r^-s, for any N >= 1 and s >= 0 without an N-wide array.
+
+    The first 10^4 terms are summed exactly; the rest by Euler-Maclaurin with three correction
+    terms (error below 1e-16 relative for s >= 0). For s > 1 this equals zeta(s) - zeta(s, N + 1).
+    """
+    n = _validate.integer("domain_size", domain_size, minimum=1)
+    s = float(_validate.positive("exponent", exponent, allow_zero=True))
+    head = np.arange(1, min(n, _EXACT_TERMS) + 1, dtype=float)
+    total = float(np.sum(np.exp(-s * np.log(head))[::-1]))  # smallest terms first
+    if n <= _EXACT_TERMS:
+        return total
+    m = float(_EXACT_TERMS + 1)  # the tail sums f(r) = r^-s over r = m..n
+    f = lambda x: x ** -s  # noqa: E731
+    d1 = lambda x: -s * x ** (-s - 1.0)  # noqa: E731
+    d3 = lambda x: -s * (s + 1.0) * (s + 2.0) * x ** (-s - 3.0)  # noqa: E731
+    log_ratio = math.log(n / m)
+    # integral_m^n x^-s dx = m^(1-s) (e^{(1-s) log(n/m)} - 1) / (1 - s), written to stay exact near s = 1
+    integral = log_ratio if s == 1.0 else m ** (1.0 - s) * math.expm1((1.0 - s) * log_ratio) / (1.0 - s)
+    tail = integral + (f(m) + f(float(n))) / 2.0 + (d1(float(n)) - d1(m)) / 12.0 - (d3(float(n)) - d3(m)) / 720.0
+    return total + tail
+
+
+def zipf_rank_probability(rank, domain_size, exponent: float):
+    """Pr[rank r] = r^-s / H_N(s) of a Zipf law on ranks 1..N (N may be 10^9 or more); vectorised over rank."""
+    n = _validate.integer("domain_size", domain_size, minimum=1)
+    r = np.asarray(rank, dtype=float)
+    if np.any(~np.isfinite(r)) or np.any(r < 1) or np.any(r > n) or np.any(r != np.floor(r)):
+        raise ValueError(f"rank must be an integer in [1, domain_size = {n}], got {rank!r}.")
+    s = float(_validate.positive("exponent", exponent, allow_zero=True))
+    out = np.exp(-s * np.log(r) - math.log(generalized_harmonic(n, s)))
+    return float(out) if out.ndim == 0 else out
+
+
+def zipf_median_rank(domain_size, exponent: float) -> int:
+    """The rank of a typical secret: the smallest r with Pr[rank <= r] >= 1/2 (bisection on H_r / H_N)."""
+    n = _validate.integer("domain_size", domain_size, minimum=1)
+    half = generalized_harmonic(n, exponent) / 2.0
+    lo, hi = 0, n  # H_lo < half <= H_hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if generalized_harmonic(mid, exponent) >= half:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def zipf_exponent_interval(counts, level: float = 0.95) -> tuple[float, float, float]:
+    """(MLE, low, high): the profile-likelihood interval of fit_zipf_exponent's exponent.
+
+    Treats the counts as independent draws of a Zipf law truncated to the observed ranks 1..K and
+    keeps every s whose log-likelihood is within chi2_1(level) / 2 of the maximum (Wilks). This is
+    the sampling uncertainty only; it says nothing about whether a Zipf law fits (see README).
+    """
+    from scipy import stats
+
+    conf = float(_validate.probability("level", level, open_low=True, open_high=True))
+    c = np.sort(np.asarray(counts, dtype=float).reshape(-1))[::-1]
+    s_hat = fit_zipf_exponent(c)
+    log_r = np.log(np.arange(1, c.size + 1))
+    total = c.sum()
+
+    def log_likelihood(s: float) -> float:
+        return float(-s * (c @ log_r) - total * special.logsumexp(-s * log_r))
+
+    drop = log_likelihood(s_hat) - stats.chi2.ppf(conf, 1) / 2.0
+    gap = lambda s: log_likelihood(s) - drop  # noqa: E731  (positive inside the interval)
+    low = 0.0 if gap(0.0) >= 0 else float(optimize.brentq(gap, 0.0, s_hat, xtol=1e-12))
+    high = _MAX_EXPONENT if gap(_MAX_EXPONENT) >= 0 else float(optimize.brentq(gap, s_hat, _MAX_EXPONENT, xtol=1e-12))
+    return s_hat, low, high

@@ -1,0 +1,712 @@
+"""The paper's experiments as Hydra tasks: each job computes a table and a figure (conf/experiment/<name>.yaml).
+
+An experiment config sets `task`, whose `_target_` is one of the classes below and whose keys are
+exactly its constructor's arguments (as for the boxes). `python -m pipeline experiment=<name>` runs
+the task as one job; the job writes `metrics.json` (with the task's rows under "table"),
+`<name>.csv` and `figures/<name>.png`. A `-m` sweep runs one job per combination and, at its end,
+the `ExperimentReport` callback concatenates the jobs' tables into `<sweep dir>/<name>.csv` and
+`<sweep dir>/figures/<name>.png` (the same as `python -m pipeline.report <sweep dir>`).
+
+* analytic (no game): `CompareBounds`, `AdvantageByPrior`, `EpsProtect`, `ZipfCalibration`;
+  priors over huge domains are given as laws (`{law: uniform | zipf, domain_size, exponent}`),
+  never as arrays: a Zipf law over 10^9 passwords uses the generalized harmonic number.
+* games (Algorithm 1, stage-cached): `IdealizedGaussian` (one game per job; sweep prior x epsilon)
+  and `RRTightness` (plays its own grid of priors x epsilon, and the closed forms beside it).
+"""
+from __future__ import annotations
+
+import copy
+import csv
+import importlib
+import json
+import logging
+import math
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from pipeline.io import save_figure_atomic, write_json_atomic
+
+__all__ = [
+    "CompareBounds", "AdvantageByPrior", "EpsProtect", "IdealizedGaussian", "RRTightness", "ZipfCalibration",
+    "canary_probability", "run_task", "write_report", "has_experiment_jobs", "table_columns", "ExperimentReport",
+]
+
+log = logging.getLogger(__name__)
+
+CANARIES = ("min", "median", "max", "typical")
+
+
+# ---------------------------------------------------------------------------------------------
+# Small helpers
+# ---------------------------------------------------------------------------------------------
+def _grid(name: str, low: float, high: float, points: int, extra: Sequence[float] = ()) -> np.ndarray:
+    """A log grid low..high with `points` points plus the `extra` values, sorted, 12 significant digits."""
+    if not (0 < float(low) <= float(high)) or int(points) < 1:
+        raise ValueError(f"{name} must satisfy 0 < low <= high and points >= 1, got low={low}, high={high}, points={points}.")
+    values = np.geomspace(float(low), float(high), int(points)) if int(points) > 1 else np.array([float(low)])
+    values = np.concatenate([values, np.asarray(list(extra), dtype=float)])
+    return np.unique(np.asarray([float(f"{v:.12g}") for v in values]))
+
+
+def _mean_interval(samples, level: float = 0.95) -> tuple[float, float, float]:
+    """(mean, low, high): Student-t interval for the mean of i.i.d. samples (one trial = one sample)."""
+    from scipy import stats
+
+    x = np.asarray(samples, dtype=float)
+    mean = float(np.mean(x))
+    if x.size < 2:
+        return mean, math.nan, math.nan
+    half = float(stats.t.ppf(0.5 + level / 2.0, x.size - 1) * np.std(x, ddof=1) / math.sqrt(x.size))
+    return mean, mean - half, mean + half
+
+
+def canary_probability(law: Mapping, canary: str) -> float:
+    """Prior probability of one canary of a law {law: uniform | zipf, domain_size: N, exponent: s}.
+
+    canary: `max` (the most probable secret), `min` (the least), `median` (the median over the N
+    secrets: rank ceil(N/2)), `typical` (the median prior probability of a secret drawn from the
+    law: the smallest rank holding half the mass).
+    """
+    from stages.prior.zipf import zipf_median_rank, zipf_rank_probability
+
+    kind = law.get("law")
+    n = int(law.get("domain_size", 0))
+    if n < 1:
+        raise ValueError(f"domain_size must be an integer >= 1, got {law.get('domain_size')!r}.")
+    if canary not in CANARIES:
+        raise ValueError(f"canaries must be among {list(CANARIES)}, got {canary!r}.")
+    if kind == "uniform":
+        return 1.0 / n
+    if kind == "zipf":
+        s = law.get("exponent")
+        rank = {"max": 1, "min": n, "median": (n + 1) // 2}.get(canary) or zipf_median_rank(n, s)
+        return float(zipf_rank_probability(rank, n, s))
+    raise ValueError(f"law must be 'uniform' or 'zipf', got {kind!r}; e.g. {{law: zipf, domain_size: 1000000000, exponent: 1.84}}.")
+
+
+def _laws(priors: Mapping) -> dict[str, dict]:
+    laws = {str(name): dict(spec) for name, spec in dict(priors).items()}
+    if not laws:
+        raise ValueError("priors must name at least one law, got none.")
+    for name, law in laws.items():
+        canary_probability(law, "max")  # validates the law now, before any work
+    return laws
+
+
+def _subplots(panels: int, width: float = 4.4, height: float = 3.6, **kwargs):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, max(1, panels), figsize=(width * max(1, panels), height), squeeze=False, **kwargs)
+    return fig, axes[0]
+
+
+def _panel(ax, xlabel: str, title: str, log_x: bool = True) -> None:
+    if log_x:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+
+
+def _finish(fig, axes, ylabel: str, path, legend: bool = True) -> Path:
+    """Label the first panel, put the legend on the last, save the figure atomically."""
+    axes[0].set_ylabel(ylabel)
+    if legend:
+        axes[-1].legend(fontsize=7)
+    fig.tight_layout()
+    return save_figure_atomic(fig, path)
+
+
+def _groups(rows: list[dict], key: str) -> dict[Any, list[dict]]:
+    out: dict[Any, list[dict]] = {}
+    for row in rows:
+        out.setdefault(row[key], []).append(row)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The tasks
+# ---------------------------------------------------------------------------------------------
+class Task:
+    """An experiment: `run` computes the rows of its table; `plot` draws them."""
+
+    name = "task"
+    columns: tuple[str, ...] = ()
+    #: Sweep overrides already shown by a column (not repeated as extra columns in a sweep's table).
+    represented: tuple[str, ...] = ()
+    #: Whether the task plays games (its jobs carry the game's metrics too).
+    plays_games = False
+
+    def run(self, cfg: DictConfig, output_dir: Path, cache, logger) -> dict:
+        """The job's numbers: {"table": rows, "headline": {...}, ...} (written to metrics.json)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def plot(rows: list[dict], path) -> Path:
+        raise NotImplementedError
+
+
+class CompareBounds(Task):
+    """Figure compare_bounds: one target, one guess, mu-GDP: ours, KGK+, MMC (p = 1/m only) and the best bound."""
+
+    name = "compare_bounds"
+    columns = ("mu", "prior", "ours", "kgk", "mmc", "best", "best_source")
+    represented = ("task.mus",)
+
+    def __init__(self, mus: Sequence[float] = (0.5, 1.0, 2.0, 4.0), prior_low: float = 1e-4, prior_high: float = 0.5,
+                 prior_points: int = 41, reciprocal_points: int = 25) -> None:
+        self.mus = [float(m) for m in mus]
+        if not self.mus or any(not (m > 0 and math.isfinite(m)) for m in self.mus):
+            raise ValueError(f"mus must list numbers > 0, got {list(mus)!r}.")
+        if not 0 < float(prior_high) < 1:
+            raise ValueError(f"prior_high must be in (0, 1), got {prior_high!r}.")
+        # MMC applies only at p = 1/m: add such priors (m on a log grid from 2 to 1/prior_low).
+        ms = np.unique(np.round(np.geomspace(2, 1.0 / float(prior_low), int(reciprocal_points)))) if reciprocal_points else []
+        self.priors = _grid("prior", prior_low, prior_high, prior_points)
+        self.priors = np.unique(np.concatenate([self.priors, [1.0 / m for m in ms if prior_low <= 1.0 / m <= prior_high]]))
+
+    def run(self, cfg, output_dir, cache, logger) -> dict:
+        from stages.bound.best import best_bound
+        from stages.bound.profiles import GaussianDP
+
+        rows = []
+        for mu in self.mus:
+            profile = GaussianDP(mu)
+            for p in self.priors:
+                best = best_bound(profile, float(p))
+                rows.append({"mu": mu, "prior": float(p), "ours": best.all["ours"], "kgk": best.all.get("kgk"),
+                             "mmc": best.all.get("mmc"), "best": best.value, "best_source": best.source})
+        with_mmc = [r for r in rows if r["mmc"] is not None]
+        headline = {
+            "ours_best_fraction": float(np.mean([r["best_source"] == "ours" for r in rows])),
+            "ours_over_kgk_max": float(max(r["ours"] - r["kgk"] for r in rows)),
+            "ours_minus_mmc_max_abs": float(max((abs(r["ours"] - r["mmc"]) for r in with_mmc), default=math.nan)),
+        }
+        return {"table": rows, "headline": headline}
+
+    @staticmethod
+    def plot(rows, path) -> Path:
+        by_mu = _groups(rows, "mu")
+        fig, axes = _subplots(len(by_mu), sharey=True)
+        for ax, (mu, members) in zip(axes, sorted(by_mu.items(), key=lambda kv: float(kv[0]))):
+            members = sorted(members, key=lambda r: float(r["prior"]))
+            p = [float(r["prior"]) for r in members]
+            ax.plot(p, p, color="0.6", linewidth=0.8, label="prior (no release)")
+            ax.plot(p, [float(r["kgk"]) for r in members], "--", label="KGK+")
+            ax.plot(p, [float(r["ours"]) for r in members], "-", label="ours")
+            mmc = [(float(r["prior"]), float(r["mmc"])) for r in members if r["mmc"] not in (None, "")]
+            if mmc:
+                ax.plot(*zip(*mmc), "x", markersize=4, label="MMC (p = 1/m)")
+            ax.plot(p, [float(r["best"]) for r in members], ":", color="k", label="best valid")
+            _panel(ax, "prior success probability p", f"mu = {float(mu):g}")
+        return _finish(fig, axes, "bound on success probability", path)
+
+
+class AdvantageByPrior(Task):
+    """Figure novel_bounds: generalised advantage bound vs eps for the min / median / max canary of each prior."""
+
+    name = "advantage_by_prior"
+    columns = ("prior_name", "canary", "prior_probability", "eps", "advantage")
+
+    def __init__(self, priors: Mapping, canaries: Sequence[str] = ("min", "median", "max"), delta: float = 1e-5,
+                 eps_low: float = 0.1, eps_high: float = 100.0, eps_points: int = 31) -> None:
+        from stages.bound import _validate
+
+        self.laws = _laws(priors)
+        self.canaries = [str(c) for c in canaries]
+        for c in self.canaries:
+            if c not in CANARIES:
+                raise ValueError(f"canaries must be among {list(CANARIES)}, got {c!r}.")
+        self.delta = _validate.delta("delta", delta)
+        self.eps = _grid("eps", eps_low, eps_high, eps_points, extra=[e for e in (1.0, 10.0) if eps_low <= e <= eps_high])
+
+    def run(self, cfg, output_dir, cache, logger) -> dict:
+        from stages.bound.profiles import ApproxDP
+        from stages.bound.theorems import advantage_bound
+
+        memo: dict[tuple[float, float], float] = {}
+        rows = []
+        for prior_name, law in self.laws.items():
+            for canary in self.canaries:
+                p = canary_probability(law, canary)
+                for eps in self.eps:
+                    key = (p, float(eps))
+                    if key not in memo:
+                        memo[key] = float(advantage_bound(ApproxDP(float(eps), self.delta), p))
+                    rows.append({"prior_name": prior_name, "canary": canary, "prior_probability": p,
+                                 "eps": float(eps), "advantage": memo[key]})
+        headline = {f"advantage/{r['prior_name']}/{r['canary']}/eps={r['eps']:g}": r["advantage"]
+                    for r in rows if r["eps"] in (1.0, 10.0)}
+        return {"table": rows, "headline": headline}
+
+    @staticmethod
+    def plot(rows, path) -> Path:
+        by_prior = _groups(rows, "prior_name")
+        fig, axes = _subplots(len(by_prior), sharey=True)
+        for ax, (prior_name, members) in zip(axes, by_prior.items()):
+            for canary, curve in _groups(members, "canary").items():
+                curve = sorted(curve, key=lambda r: float(r["eps"]))
+                ax.plot([float(r["eps"]) for r in curve], [float(r["advantage"]) for r in curve], marker=".",
+                        label=f"{canary} (p = {float(curve[0]['prior_probability']):.3g})")
+            ax.axhline(0.05, color="k", linestyle=":", linewidth=0.8)
+            _panel(ax, "epsilon (delta fixed)", str(prior_name))
+            ax.legend(fontsize=7)
+        return _finish(fig, axes, "advantage bound", path, legend=False)
+
+
+class EpsProtect(Task):
+    """Figure eps_protect: the largest eps keeping the advantage bound <= threshold, vs the prior probability.
+
+    Rows with prior_name `any` are the curve; one row per prior gives its most probable canary (the marker).
+    """
+
+    name = "eps_protect"
+    columns = ("prior_name", "prior_probability", "eps_protect")
+
+    def __init__(self, priors: Mapping, threshold: float = 0.05, delta: float = 1e-5, prior_low: float = 1e-10,
+                 prior_high: float = 0.9, prior_points: int = 31) -> None:
+        from stages.bound import _validate
+
+        self.laws = _laws(priors)
+        self.threshold = float(_validate.probability("threshold", threshold, open_low=True, open_high=True))
+        self.delta = _validate.delta("delta", delta)
+        if not float(prior_high) < 1:
+            raise ValueError(f"prior_high must be < 1, got {prior_high!r}.")
+        self.priors = _grid("prior", prior_low, prior_high, prior_points)
+
+    def run(self, cfg, output_dir, cache, logger) -> dict:
+        from stages.bound.theorems import eps_protect
+
+        rows = [{"prior_name": "any", "prior_probability": float(p),
+                 "eps_protect": float(eps_protect(float(p), self.threshold, self.delta))} for p in self.priors]
+        for prior_name, law in self.laws.items():
+            p = canary_probability(law, "max")
+            rows.append({"prior_name": prior_name, "prior_probability": p,
+                         "eps_protect": float(eps_protect(p, self.threshold, self.delta))})
+        headline = {f"eps_protect/{r['prior_name']}": r["eps_protect"] for r in rows if r["prior_name"] != "any"}
+        return {"table": rows, "headline": headline}
+
+    @staticmethod
+    def plot(rows, path) -> Path:
+        fig, (ax,) = _subplots(1, width=5.2)
+        curve = sorted((r for r in rows if r["prior_name"] == "any"), key=lambda r: float(r["prior_probability"]))
+        ax.plot([float(r["prior_probability"]) for r in curve], [float(r["eps_protect"]) for r in curve], "-",
+                color="k", label="eps_protect(p)")
+        for row in rows:
+            if row["prior_name"] != "any":
+                ax.plot(float(row["prior_probability"]), float(row["eps_protect"]), "o",
+                        label=f"{row['prior_name']}: most probable canary (eps = {float(row['eps_protect']):.3g})")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("prior probability of the canary")
+        ax.set_ylabel("eps_protect (advantage bound <= threshold)")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        return save_figure_atomic(fig, path)
+
+
+class IdealizedGaussian(Task):
+    """Appendix "Idealized Gaussian Attack": one game per job (sweep prior x mechanism.epsilon)."""
+
+    name = "idealized_gaussian"
+    columns = ("prior_name", "eps", "attack_mean", "attack_ci_low", "attack_ci_high", "prior_mean", "bound_95")
+    represented = ("prior", "mechanism.epsilon")
+    plays_games = True
+
+    def __init__(self, ci_level: float = 0.95) -> None:
+        from stages.bound import _validate
+
+        self.ci_level = float(_validate.probability("ci_level", ci_level, open_low=True, open_high=True))
+
+    def run(self, cfg, output_dir, cache, logger) -> dict:
+        from pipeline.game import ConfigError, run_game
+
+        if 0.95 not in [float(c) for c in cfg.confidences]:
+            raise ConfigError(f"confidences must include 0.95 for {self.name} (column bound_95), got {list(cfg.confidences)}.")
+        metrics = run_game(cfg, output_dir, cache=cache, logger=logger)
+        mean, low, high = _mean_interval(metrics["attack_successes"], self.ci_level)
+        eps = cfg.mechanism.get("epsilon")
+        row = {
+            "prior_name": metrics["boxes"]["prior"],
+            "eps": float(eps) if eps is not None else float(metrics["privacy"]["epsilon"]),
+            "attack_mean": mean, "attack_ci_low": low, "attack_ci_high": high,
+            "prior_mean": float(metrics["prior_success_mean"]),
+            "bound_95": metrics["bound"]["0.95"],
+        }
+        return {**metrics, "table": [row], "headline": {}}
+
+    @staticmethod
+    def plot(rows, path) -> Path:
+        by_prior = _groups(rows, "prior_name")
+        fig, axes = _subplots(len(by_prior), sharey=True)
+        for ax, (prior_name, members) in zip(axes, by_prior.items()):
+            members = sorted(members, key=lambda r: float(r["eps"]))
+            eps = [float(r["eps"]) for r in members]
+            mean = np.array([float(r["attack_mean"]) for r in members])
+            low = np.array([float(r["attack_ci_low"]) for r in members])
+            high = np.array([float(r["attack_ci_high"]) for r in members])
+            ax.errorbar(eps, mean, yerr=[mean - low, high - mean], fmt="o-", capsize=3, label="Bayes-optimal attack (95% CI)")
+            ax.plot(eps, [float(r["prior_mean"]) for r in members], "s--", label="prior baseline")
+            ax.plot(eps, [float(r["bound_95"]) for r in members], "k-", label="one-run bound @ 0.95")
+            _panel(ax, "epsilon (delta = 1e-5)", str(prior_name), log_x=len(eps) > 1 and max(eps) / min(eps) > 8)
+        return _finish(fig, axes, "targets reconstructed", path)
+
+
+class RRTightness(Task):
+    """Proposition "pure_bnd_tight": randomized response, Bayes-optimal attack, Zipf priors of several exponents.
+
+    For each (exponent, eps) the game is played (stage-cached) and two closed forms are computed per
+    target: the Bayes-optimal attack's expected successes sum_a max_b Pr[RR(b) = a] D(b), and
+    Theorem 3.1's bound on them, sum_a Pr[a] beta(eps, D(R(a))) with R(a) the attack's guess. The
+    proposition says they are equal when max D / min D <= e^eps (`condition_holds`).
+    """
+
+    name = "rr_tightness"
+    columns = ("exponent", "eps", "max_prior_ratio", "condition_holds", "attack_mean", "attack_ci_low",
+               "attack_ci_high", "attack_exact", "bound_exact", "bound_empirical", "tightness")
+    represented = ("task.exponents", "task.epsilons")
+    plays_games = True
+
+    def __init__(self, exponents: Sequence[float] = (0.0, 0.2, 0.5, 1.0, 2.0),
+                 epsilons: Sequence[float] = (0.5, 1.0, 2.0, 4.0), ci_level: float = 0.95) -> None:
+        from stages.bound import _validate
+
+        self.exponents = [float(_validate.positive("exponents", s, allow_zero=True)) for s in exponents]
+        self.epsilons = [float(_validate.positive("epsilons", e)) for e in epsilons]
+        if not self.exponents or not self.epsilons:
+            raise ValueError(f"exponents and epsilons must be non-empty, got {list(exponents)} and {list(epsilons)}.")
+        self.ci_level = float(_validate.probability("ci_level", ci_level, open_low=True, open_high=True))
+
+    @staticmethod
+    def closed_forms(probabilities: np.ndarray, eps: float) -> tuple[float, float]:
+        """(expected successes of the Bayes-optimal attack, Theorem 3.1's bound on them), summed over targets."""
+        from stages.bound.theorems import beta
+
+        d = np.asarray(probabilities, dtype=float)  # (n, m)
+        m = d.shape[1]
+        keep = 1.0 / (1.0 + (m - 1) * math.exp(-eps))
+        likelihood = np.full((m, m), (1.0 - keep) / (m - 1))  # likelihood[a, b] = Pr[RR(b) = a]
+        np.fill_diagonal(likelihood, keep)
+        joint = likelihood[None, :, :] * d[:, None, :]  # (n, a, b)
+        guess = np.argmax(joint, axis=2)  # (n, a): the posterior argmax
+        attack = float(np.sum(np.max(joint, axis=2)))
+        p_release = joint.sum(axis=2)  # (n, a)
+        guessed_prior = np.take_along_axis(d, guess, axis=1)  # D_i(R(a))
+        bound = float(np.sum(p_release * beta(eps, guessed_prior)))
+        return attack, bound
+
+    def run(self, cfg, output_dir, cache, logger) -> dict:
+        from pipeline.game import ConfigError, compute_metrics
+        from stages.bound.theorems import beta
+
+        if cfg.prior.get("_target_", "").rsplit(".", 1)[-1] != "ZipfPrior" or "RandomizedResponse" not in cfg.mechanism._target_:
+            raise ConfigError(f"{self.name} needs prior=zipf and mechanism=randomized_response, got "
+                              f"{cfg.prior._target_} and {cfg.mechanism._target_}.")
+        rows, cells = [], []
+        for s in self.exponents:
+            for eps in self.epsilons:
+                variant = copy.deepcopy(cfg)
+                variant.prior.exponent = s
+                variant.mechanism.epsilon = eps
+                metrics, played, boxes = compute_metrics(variant, cache)
+                attack_exact, bound_exact = self.closed_forms(boxes.prior.probabilities, eps)
+                per_trial_bound = np.sum(beta(eps, played["attack_prior_success"]), axis=1)
+                mean, low, high = _mean_interval(metrics["attack_successes"], self.ci_level)
+                ratio = float(np.max(boxes.prior.probabilities) / np.min(boxes.prior.probabilities))
+                rows.append({
+                    "exponent": s, "eps": eps, "max_prior_ratio": ratio,
+                    "condition_holds": bool(ratio <= math.exp(eps) * (1 + 1e-12)),
+                    "attack_mean": mean, "attack_ci_low": low, "attack_ci_high": high,
+                    "attack_exact": attack_exact, "bound_exact": bound_exact,
+                    "bound_empirical": float(np.mean(per_trial_bound)),
+                    "tightness": attack_exact / bound_exact if bound_exact > 0 else math.nan,
+                })
+                cells.append({"exponent": s, "eps": eps, "bound": metrics["bound"], "stages": metrics["stages"]})
+        holds = [r for r in rows if r["condition_holds"]]
+        fails = [r for r in rows if not r["condition_holds"]]
+        headline = {
+            "tightness_min_where_condition_holds": float(min((r["tightness"] for r in holds), default=math.nan)),
+            "tightness_min_where_condition_fails": float(min((r["tightness"] for r in fails), default=math.nan)),
+        }
+        return {"table": rows, "headline": headline, "games": cells,
+                "n_targets": int(cfg.prior.n_targets), "trials": int(cfg.trials)}
+
+    @staticmethod
+    def plot(rows, path) -> Path:
+        import matplotlib.ticker
+
+        fig, (left, right) = _subplots(2)
+        for s, members in sorted(_groups(rows, "exponent").items(), key=lambda kv: float(kv[0])):
+            members = sorted(members, key=lambda r: float(r["eps"]))
+            eps = [float(r["eps"]) for r in members]
+            line, = left.plot(eps, [float(r["tightness"]) for r in members], "-", label=f"Zipf s = {float(s):g}")
+            for r in members:
+                holds = str(r["condition_holds"]) in ("True", "true", "1")
+                left.plot(float(r["eps"]), float(r["tightness"]), "o", color=line.get_color(),
+                          markerfacecolor=line.get_color() if holds else "white")
+            mean = np.array([float(r["attack_mean"]) for r in members])
+            err = [mean - np.array([float(r["attack_ci_low"]) for r in members]),
+                   np.array([float(r["attack_ci_high"]) for r in members]) - mean]
+            right.errorbar(eps, mean, yerr=err, fmt="o", color=line.get_color(), capsize=2)
+            right.plot(eps, [float(r["bound_exact"]) for r in members], "-", color=line.get_color(), label=f"s = {float(s):g}")
+        left.set_ylabel("attack / bound (exact expectations)")
+        left.set_title("filled: max D / min D <= e^eps (tight by the proposition)", fontsize=8)
+        right.set_ylabel("targets reconstructed")
+        right.set_title("dots: game mean (95% CI); lines: Theorem 3.1 bound", fontsize=8)
+        for ax in (left, right):
+            ax.set_xlabel("epsilon (randomized response)")
+            ax.set_xscale("log", base=2)
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        return save_figure_atomic(fig, path)
+
+
+class ZipfCalibration(Task):
+    """The Zipf exponent of 9-digit passwords: MLE on RockYou counts, its uncertainty and its sensitivity.
+
+    One row per fit: the maximum-likelihood exponent on a window of observed ranks with its
+    profile-likelihood interval, a multinomial bootstrap interval (whole window only), and a log-log
+    least-squares slope for reference; each with what it implies for a Zipf law over `domain_size`
+    secrets: the most probable secret's prior, its eps_protect and its advantage bound at eps = 1.
+    """
+
+    name = "zipf_calibration"
+    columns = ("fit", "first_rank", "last_rank", "exponent", "ci_low", "ci_high", "p_max", "eps_protect",
+               "advantage_eps1")
+
+    def __init__(self, counts_file: str = "passwords/rockyou-top100k-9digit-withcount.csv",
+                 windows: Sequence[Sequence[int]] = ((1, 157), (1, 10), (1, 50), (2, 157)), level: float = 0.95,
+                 bootstrap: int = 200, domain_size: int = 1_000_000_000, threshold: float = 0.05,
+                 delta: float = 1e-5) -> None:
+        self.counts_file = str(counts_file)
+        self.windows = [(int(a), int(b)) for a, b in windows]
+        if any(not 1 <= a < b for a, b in self.windows):
+            raise ValueError(f"windows must be [first_rank, last_rank] pairs with 1 <= first < last, got {list(windows)}.")
+        self.level, self.bootstrap, self.domain_size = float(level), int(bootstrap), int(domain_size)
+        self.threshold, self.delta = float(threshold), float(delta)
+
+    def run(self, cfg, output_dir, cache, logger) -> dict:
+        from stages.bound.profiles import ApproxDP
+        from stages.bound.theorems import advantage_bound, eps_protect
+        from stages.prior.base import data_path
+        from stages.prior.zipf import fit_zipf_exponent, read_counts, zipf_exponent_interval, zipf_rank_probability
+
+        counts = np.sort(read_counts(data_path(self.counts_file, cfg.get("data_dir"))))[::-1]
+
+        def implied(s: float) -> dict:
+            p = float(zipf_rank_probability(1, self.domain_size, s))
+            return {"p_max": p, "eps_protect": float(eps_protect(p, self.threshold, self.delta)),
+                    "advantage_eps1": float(advantage_bound(ApproxDP(1.0, self.delta), p))}
+
+        rows = []
+        for first, last in self.windows:
+            window = counts[first - 1:last]
+            if window.size < 2:
+                raise ValueError(f"windows must cover at least two observed ranks (the file has {counts.size}), got [{first}, {last}].")
+            s, low, high = zipf_exponent_interval(window, self.level)
+            rows.append({"fit": "mle_profile", "first_rank": first, "last_rank": first + window.size - 1,
+                         "exponent": s, "ci_low": low, "ci_high": high, **implied(s)})
+        if self.bootstrap > 0:
+            rng = np.random.default_rng(np.random.SeedSequence([int(cfg.seed), 1]))
+            draws = [fit_zipf_exponent(rng.multinomial(int(counts.sum()), counts / counts.sum()))
+                     for _ in range(self.bootstrap)]
+            low, high = np.quantile(draws, [(1 - self.level) / 2, (1 + self.level) / 2])
+            s = fit_zipf_exponent(counts)
+            rows.append({"fit": "mle_bootstrap", "first_rank": 1, "last_rank": int(counts.size), "exponent": s,
+                         "ci_low": float(low), "ci_high": float(high), **implied(s)})
+        ranks = np.arange(1, counts.size + 1)
+        slope = -float(np.polyfit(np.log(ranks), np.log(counts), 1)[0])
+        rows.append({"fit": "loglog_least_squares", "first_rank": 1, "last_rank": int(counts.size), "exponent": slope,
+                     "ci_low": None, "ci_high": None, **implied(slope)})
+        headline = {"exponent_mle": rows[0]["exponent"], "exponent_ci_low": rows[0]["ci_low"],
+                    "exponent_ci_high": rows[0]["ci_high"], "observed_ranks": int(counts.size),
+                    "observed_top_share": float(counts[0] / counts.sum())}
+        return {"table": rows, "headline": headline}
+
+    @staticmethod
+    def plot(rows, path) -> Path:
+        fig, (ax,) = _subplots(1, width=6.0)
+        labels = [f"{r['fit']}\nranks {r['first_rank']}-{r['last_rank']}" for r in rows]
+        s = np.array([float(r["exponent"]) for r in rows])
+        low = np.array([float(r["ci_low"]) if r["ci_low"] not in (None, "") else np.nan for r in rows])
+        high = np.array([float(r["ci_high"]) if r["ci_high"] not in (None, "") else np.nan for r in rows])
+        y = np.arange(len(rows))
+        ax.errorbar(s, y, xerr=[np.nan_to_num(s - low), np.nan_to_num(high - s)], fmt="o", capsize=3)
+        ax.set_yticks(y, labels, fontsize=7)
+        ax.set_xlabel("Zipf exponent s")
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        return save_figure_atomic(fig, path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a task as a job, and the report over job folders
+# ---------------------------------------------------------------------------------------------
+def _import(target: str):
+    module, _, name = target.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def build_task(cfg: DictConfig) -> Task:
+    """Instantiate cfg.task; a refused value raises the game's ConfigError naming task.<argument>."""
+    from hydra.utils import instantiate
+
+    from pipeline.game import ConfigError, _box_error
+
+    try:
+        task = instantiate(cfg.task, _convert_="all")
+    except Exception as exc:  # noqa: BLE001 - every construction failure is a config problem
+        raise _box_error("task", cfg, exc) from exc
+    if not isinstance(task, Task):
+        raise ConfigError(f"task._target_ must name a class of pipeline.experiments, got {cfg.task._target_!r}.")
+    return task
+
+
+def run_task(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping[str, str] | None = None,
+             run_name: str = "defaults", cache=None) -> dict:
+    """One experiment job: compute the task's table inside the logger's run, then write and log its outputs.
+
+    metrics.json gets {"experiment": {name, target}, "columns", "table", "headline"} (plus the game's
+    metrics for a game task); nothing is written before every number is computed.
+    """
+    from pipeline.cache import StageCache
+    from pipeline.game import BOX_GROUPS, ConfigError, build_logger
+    from pipeline.tracking import tracked
+
+    output_dir = Path(output_dir)
+    task = build_task(cfg)
+    choices = dict(choices or {})
+    tags = [f"experiment:{task.name}"]
+    if task.plays_games:
+        tags += [f"{group}:{choices[group]}" for group in BOX_GROUPS if choices.get(group)]
+    logger = build_logger(cfg)
+    cache = cache if cache is not None else StageCache(cfg.cache_dir)
+    with tracked(logger, config=OmegaConf.to_container(cfg, resolve=True), name=run_name, group=str(cfg.name),
+                 tags=tags, directory=output_dir):
+        try:
+            result = task.run(cfg, output_dir, cache, logger)
+        except ConfigError:
+            raise
+        except ValueError as exc:
+            raise ConfigError(str(exc).strip().splitlines()[0]) from exc
+        metrics = {**result, "experiment": {"name": task.name, "target": f"{type(task).__module__}.{type(task).__name__}"},
+                   "columns": list(task.columns)}
+        write_json_atomic(output_dir / "metrics.json", metrics)
+        table, figure, rows = write_report(output_dir)
+        logger.log_metrics({f"headline/{k}": v for k, v in metrics.get("headline", {}).items()}
+                           if not task.plays_games else {})
+        logger.log_figures({task.name: figure})
+        if hasattr(logger, "log_table"):
+            logger.log_table(task.name, table_columns(rows), rows)
+    log.info("%s: %d rows -> %s, %s", task.name, len(rows), table, figure)
+    return metrics
+
+
+def _experiment_jobs(root: Path) -> list[tuple[Path, dict]]:
+    paths = sorted((p for p in root.rglob("metrics.json") if ".submitit" not in p.parts),
+                   key=lambda p: [int(s) if s.isdigit() else s for s in p.parent.relative_to(root).parts])
+    jobs = []
+    for path in paths:
+        metrics = json.loads(path.read_text())
+        if isinstance(metrics.get("experiment"), Mapping):
+            jobs.append((path.parent, metrics))
+    return jobs
+
+
+def has_experiment_jobs(root: str | os.PathLike) -> bool:
+    """Whether some job under root (or root itself) was an experiment task."""
+    root = Path(root)
+    return root.is_dir() and bool(_experiment_jobs(root))
+
+
+def _overrides(job: Path) -> dict[str, str]:
+    path = job / ".hydra" / "overrides.yaml"
+    if not path.is_file():
+        return {}
+    out = {}
+    for item in OmegaConf.to_container(OmegaConf.load(path)) or []:
+        key, _, value = str(item).partition("=")
+        out[key.lstrip("+~")] = value
+    return out
+
+
+def table_columns(rows: list[dict]) -> list[str]:
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(k for k in row if k not in columns)
+    return columns
+
+
+def write_report(root: str | os.PathLike) -> tuple[Path, Path, list[dict]]:
+    """Concatenate the experiment tables of the jobs under root into <root>/<name>.csv and figures/<name>.png.
+
+    Sweep overrides that vary between jobs and that no column already shows become extra columns.
+    Returns (csv path, figure path, rows).
+    """
+    root = Path(root)
+    jobs = _experiment_jobs(root)
+    if not jobs:
+        raise FileNotFoundError(f"no experiment metrics.json under {root}; did the experiment's jobs finish?")
+    names = {metrics["experiment"]["name"] for _, metrics in jobs}
+    if len(names) > 1:
+        raise ValueError(f"{root} holds jobs of several experiments ({sorted(names)}); report each folder separately.")
+    target = jobs[0][1]["experiment"]["target"]
+    task_class = _import(target)
+    overrides = [_overrides(job) for job, _ in jobs]
+    keys = sorted({k for o in overrides for k in o})
+    varying = [k for k in keys if len({o.get(k) for o in overrides}) > 1 and k not in task_class.represented]
+    rows = [{**row, **{k: o.get(k) for k in varying}} for (_, metrics), o in zip(jobs, overrides) for row in metrics["table"]]
+    columns = [*jobs[0][1].get("columns", task_class.columns), *varying]
+    name = task_class.name
+    path = root / f"{name}.csv"
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(tmp, path)
+    figure = task_class.plot(rows, root / "figures" / f"{name}.png")
+    return path, figure, rows
+
+
+try:  # Hydra's callback base class (hydra-core >= 1.1)
+    from hydra.experimental.callback import Callback as _Callback
+except ImportError:  # pragma: no cover
+    _Callback = object
+
+
+class ExperimentReport(_Callback):
+    """hydra.callbacks entry of every experiment: after a -m sweep, write the sweep's table and figure.
+
+    With logger=wandb the combined table and figure also go to a W&B run `report` in the sweep folder.
+    """
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        root = Path(config.hydra.sweep.dir)
+        try:
+            table, figure, rows = write_report(root)
+        except FileNotFoundError as exc:  # every job failed: nothing to report, the jobs said why
+            log.warning("%s", exc)
+            return
+        print(f"{len(rows)} rows -> {table}\nfigure -> {figure}")
+        if str(config.get("logger", {}).get("_target_", "")).endswith("WandbLogger"):
+            from pipeline.game import build_logger
+            from pipeline.tracking import tracked
+
+            logger = build_logger(config)
+            name = table.stem
+            with tracked(logger, config={"sweep_dir": str(root)}, name="report", group=str(config.name),
+                         tags=[f"experiment:{name}", "report"], directory=root):
+                logger.log_figures({name: figure})
+                if hasattr(logger, "log_table"):
+                    logger.log_table(name, table_columns(rows), rows)

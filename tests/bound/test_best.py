@@ -1,0 +1,140 @@
+"""best_bound: the minimum over exactly the bounds that apply, and never one that does not."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stages.bound import comparators as C
+from stages.bound import theorems
+from stages.bound.best import SOURCES, BestBound, _renyi, best_bound
+from stages.bound.profiles import DPSGD, ApproxDP, ComposedGaussian, GaussianDP, PureDP
+
+FAST = settings(max_examples=15, deadline=None)
+
+
+def check_is_minimum(result: BestBound):
+    assert result.source in result.all
+    assert result.value == result.all[result.source]
+    assert all(result.value <= v for v in result.all.values())
+    assert set(result.all).isdisjoint(result.not_applicable)
+    assert set(result.all) | set(result.not_applicable) == set(SOURCES)
+    json.dumps(result.as_dict())  # JSON-able for metrics.json
+
+
+@FAST
+@given(mu=st.floats(0.1, 4.0), k=st.integers(2, 200))
+def test_uniform_prior_gdp(mu, k):
+    result = best_bound(GaussianDP(mu), 1.0 / k)
+    check_is_minimum(result)
+    assert result.kind == "probability"
+    assert {"ours", "kgk", "mmc", "rero", "narcissus", "stock"} <= set(result.all)
+    assert ("steinke" in result.all) == (k == 2)
+    assert "cherubin" in result.not_applicable
+    assert result.all["ours"] == pytest.approx(theorems.success_bound(GaussianDP(mu), 1.0 / k), abs=1e-12)
+    assert result.value == pytest.approx(result.all["ours"], abs=1e-8)  # MMC ties ours at n = 1
+
+
+@FAST
+@given(mu=st.floats(0.1, 4.0), p=st.floats(0.001, 0.999))
+def test_non_uniform_prior_drops_the_uniform_only_bounds(mu, p):
+    if abs(p * round(1 / p) - 1) < 1e-9:
+        p = p * 0.99
+    result = best_bound(GaussianDP(mu), p)
+    check_is_minimum(result)
+    assert "mmc" not in result.all and "steinke" not in result.all and "cherubin" not in result.all
+    assert "uniform priors" in result.not_applicable["mmc"]
+    assert result.all["kgk"] == pytest.approx(C.kgk_bound(GaussianDP(mu), p), abs=1e-15)
+
+
+def test_each_value_is_the_comparator_itself():
+    p = 0.5
+    result = best_bound(PureDP(1.0), p)
+    check_is_minimum(result)
+    assert result.all["mmc"] == C.mmc_bound(PureDP(1.0), p)
+    assert result.all["rero"] == C.rero_bound(p, eps=1.0)
+    # an eps-DP mechanism is (e', delta(e'))-DP for every e' < eps too: narcissus is minimised over e'
+    grid = np.linspace(0.0, 1.0, 100_001)
+    independent = min(C.narcissus_bound(e, d, p) for e, d in zip(grid[::100], PureDP(1.0).delta(grid[::100])))
+    assert result.all["narcissus"] <= min(C.narcissus_bound(1.0, 0.0, p), independent) + 1e-12
+    assert result.all["narcissus"] == pytest.approx(independent, abs=1e-5)
+    assert result.all["steinke"] == pytest.approx(C.steinke_bound(1.0, 0.0, p), rel=1e-9)
+
+
+def test_approximate_dp_has_no_renyi_bounds():
+    result = best_bound(ApproxDP(1.0, 1e-5), 0.25)
+    check_is_minimum(result)
+    assert "rero" in result.not_applicable and "stock" in result.not_applicable
+    # narcissus at the profile's own (eps, delta) is one candidate of the eps-minimum
+    assert result.all["narcissus"] <= C.narcissus_bound(1.0, 1e-5, 0.25) + 1e-12
+
+
+def test_full_batch_dpsgd_brings_cherubin():
+    profile = DPSGD(2.0, 1.0, 4)
+    result = best_bound(profile, 0.5)
+    check_is_minimum(result)
+    assert result.all["cherubin"] == pytest.approx(C.cherubin_bound(2.0, 1.0, 4, 0.5), abs=1e-15)
+    assert "rero" in result.all  # full-batch DP-SGD is mu-GDP, so zCDP with rho = mu^2 / 2
+    composed = best_bound(ComposedGaussian(2.0, 4, 2.0), 0.5)  # the same mu = 2 sqrt(4) / 2
+    assert composed.all["ours"] == pytest.approx(result.all["ours"], abs=1e-12)
+    assert "cherubin" in composed.not_applicable
+
+
+def test_renyi_description_of_profiles():
+    assert _renyi(PureDP(2.0))[0] == {"eps": 2.0}
+    assert _renyi(GaussianDP(2.0))[0] == {"rho": 2.0}
+    assert _renyi(ApproxDP(1.0, 1e-6))[0] is None
+    assert _renyi(DPSGD(1.0, 0.1, 10))[0] is None  # replace-one subsampled: no RDP accountant
+    rdp = _renyi(DPSGD(1.0, 0.1, 10, neighboring="add_remove"))[0]["rdp"]
+    orders, eps = rdp
+    assert orders.shape == eps.shape and np.all(eps[np.isfinite(eps)] > 0)
+
+
+@pytest.mark.parametrize("profile,k,n", [(GaussianDP(1.0), 4, 50), (GaussianDP(0.5), 2, 80), (PureDP(1.0), 2, 40)])
+def test_count_bounds_uniform(profile, k, n):
+    p = np.full(n, 1.0 / k)
+    result = best_bound(profile, p, confidence=0.95)
+    check_is_minimum(result)
+    assert result.kind == "count"
+    assert result.all["ours"] == theorems.count_bound(profile, p, 0.95)
+    assert result.all["mmc"] == C.mmc_bound(profile, p, confidence=0.95)
+    assert ("steinke" in result.all) == (k == 2)
+    for name in ("kgk", "rero", "narcissus", "cherubin", "stock"):
+        assert "one target" in result.not_applicable[name]
+    if k == 2 and isinstance(profile, PureDP):
+        assert result.all["steinke"] == C.steinke_bound(1.0, 0.0, p, confidence=0.95)
+
+
+def test_count_bounds_non_uniform_and_broadcast():
+    p = np.linspace(0.01, 0.4, 30)
+    result = best_bound(GaussianDP(1.0), p, confidence=0.9)
+    check_is_minimum(result)
+    assert list(result.all) == ["ours"] and result.source == "ours"
+    same = best_bound(GaussianDP(1.0), 0.25, n=20, confidence=0.9)
+    assert same.all == best_bound(GaussianDP(1.0), np.full(20, 0.25), confidence=0.9).all
+
+
+def test_abstentions_count_for_steinke_and_mmc():
+    p = np.concatenate([np.full(40, 0.5), np.zeros(60)])
+    result = best_bound(PureDP(1.0), p, confidence=0.95)
+    check_is_minimum(result)
+    assert {"ours", "mmc", "steinke"} <= set(result.all)
+    assert max(result.all.values()) <= 40
+
+
+@pytest.mark.parametrize("kwargs,words", [
+    ({"p": np.full(3, 0.5)}, ["confidence", "n = 3"]),
+    ({"p": 0.5, "n": 3}, ["confidence"]),
+    ({"p": np.full(3, 0.5), "n": 4}, ["n must match"]),
+    ({"p": 1.5}, ["p", "1.5"]),
+    ({"p": 0.5, "confidence": 1.0}, ["confidence", "1.0"]),
+    ({"p": [0.5, 0.5], "confidence": [0.9, 0.95]}, ["confidence must be a single number"]),
+])
+def test_errors(kwargs, words):
+    with pytest.raises(ValueError) as info:
+        best_bound(GaussianDP(1.0), **kwargs)
+    for word in words:
+        assert word in str(info.value)
