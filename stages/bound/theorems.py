@@ -161,28 +161,32 @@ def _lp_value(tail: _Tail, v: int, m: float) -> float:
     J = max(1, v - tail.offset)  # g(j) = 1 for j >= J
     if m >= J:
         return 1.0
-    # Work on j <= W, doubling W until no j > W can matter: there g(j) <= 1, so a slope from
+    # g is constant (= g0) for j < v - end + 1, where S* has no mass: those j never give a larger
+    # slope, and a line above g at j = 0 and at j_lo is above it in between.
+    j_lo = max(1, v - tail.end + 1)
+    # Work on j <= W, enlarging W until no j > W can matter: there g(j) <= 1, so a slope from
     # (0, g0) is at most (1 - g0) / W, and the dual line covers g once it reaches 1.
-    W = min(J, max(1024, int(2 * math.ceil(m)) + 2))
+    W = min(J, max(j_lo + 1024, int(2 * math.ceil(m)) + 2))
     while True:
-        j = np.arange(W + 1)
+        j = np.arange(j_lo, W + 1)
         g = tail(v - j)
-        slopes = (g[1:] - g0) / j[1:]
-        tangent = int(np.argmax(slopes)) + 1
-        if W < J and slopes[tangent - 1] < (1.0 - g0) / W:
-            W = min(J, 4 * W)
+        slopes = (g - g0) / j
+        i = int(np.argmax(slopes))
+        tangent, slope = int(j[i]), float(slopes[i])
+        if W < J and slope < (1.0 - g0) / W:
+            W = min(J, j_lo + 4 * (W - j_lo))
             continue
         if m <= tangent:
-            alpha, gamma = float(slopes[tangent - 1]), g0
+            alpha, gamma = slope, g0
         else:
-            k = int(math.floor(m))
-            alpha = float(g[k + 1] - g[k])
-            gamma = float(g[k]) - alpha * k
+            k = int(math.floor(m))  # m < J, and m > tangent >= j_lo
+            alpha = float(tail(np.array([v - k - 1]))[0] - tail(np.array([v - k]))[0])
+            gamma = float(tail(np.array([v - k]))[0]) - alpha * k
         alpha = max(alpha, 0.0)
         if W < J and gamma + alpha * W < 1.0:
-            W = min(J, 4 * W)
+            W = min(J, j_lo + 4 * (W - j_lo))
             continue
-        violation = float(np.max(g - gamma - alpha * j))
+        violation = max(float(np.max(g - gamma - alpha * j)), g0 - gamma)
         return min(1.0, gamma + alpha * m + max(violation, 0.0))
 
 
@@ -250,42 +254,34 @@ class _OneRun:
         _, db = self.at(b)
         return _lp_value(ta, int(v), self.n * db)
 
-    def smallest_passing(self, eps: float, t: float, hi: int | None = None) -> int:
-        """The smallest v with B(v, eps) <= t (B is non-increasing in v: binary search).
+    def smallest_passing(self, eps: float, t: float, hint: int | None = None) -> int:
+        """The smallest v with B(v, eps) <= t (B is non-increasing in v).
 
-        ``hi``, if given, is a v already known to pass at this eps.
+        With a ``hint`` (a nearby answer, e.g. at a neighbouring eps) the search gallops from it,
+        which costs O(log distance) evaluations; otherwise it bisects from a lower bound.
         """
         tail, d = self.at(eps)
-        hi = self.n + 1 if hi is None else hi
-        lo = min(max(1, tail.first_below(t)), hi)  # B >= T, so B(lo - 1) > t; B(hi) <= t
-        m = self.n * d
-        if m > 0 and lo < hi:
-            # Primal lower bounds: F = j w.p. m/j (j >= m) gives (1 - m/j) T(v) + (m/j) T(v - j) <= B(v).
-            # Scan v in growing chunks for the first v whose lower bound is <= t.
-            js = [max(1, int(math.ceil(m)))]
-            while js[-1] * 2 < self.n:
-                js.append(js[-1] * 2)
-            start, size = lo, 256
-            while start < hi:
-                us = np.arange(start, min(start + size, hi))
-                tu = tail(us)
-                low = tu.copy()
-                for j in js:
-                    low = np.maximum(low, (1 - m / j) * tu + (m / j) * tail(us - j))
-                ok = np.flatnonzero(low <= t)
-                if ok.size:
-                    break
-                start, size = start + size, size * 4
-            lo = int(us[ok[0]]) if start < hi and ok.size else hi
-        if lo >= hi or self.objective(eps, lo) <= t:
-            return lo
-        # gallop up from lo (the answer usually sits just above it), then bisect
-        step = 1
-        while lo + step < hi and self.objective(eps, lo + step) > t:
-            lo += step
-            step *= 2
-        hi = min(hi, lo + step)
-        while hi - lo > 1:
+        lo, hi = max(1, tail.first_below(t)) - 1, self.n + 1  # B(lo) > t (B >= T), B(hi) = 0 <= t
+        if hint is not None and lo < hint < hi:
+            if self.objective(eps, hint) <= t:
+                hi, step = hint, 1
+                while hi - step > lo and self.objective(eps, hi - step) <= t:
+                    hi -= step
+                    step *= 2
+                lo = max(lo, hi - step)
+            else:
+                lo, step = hint, 1
+                while lo + step < hi and self.objective(eps, lo + step) > t:
+                    lo += step
+                    step *= 2
+                hi = min(hi, lo + step)
+        else:
+            m = self.n * d
+            if m < t:  # B(v) <= T(v) + m (1 - T(v)) since Pr[F >= 1] <= E[F] <= m
+                cand = max(lo + 1, tail.first_below((t - m) / (1.0 - m)))
+                if cand < hi and self.objective(eps, cand) <= t:
+                    hi = cand
+        while hi - lo > 1:  # invariant: B(lo) > t (or lo = 0), B(hi) <= t
             mid = (lo + hi) // 2
             if self.objective(eps, mid) <= t:
                 hi = mid
@@ -358,7 +354,9 @@ def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7):
 _APPROXIMATE_FROM = 20000
 
 
-def _count_search(run: "_OneRun", targets: np.ndarray, seeds, brackets: dict | None = None) -> list[int]:
+def _count_search(
+    run: "_OneRun", targets: np.ndarray, seeds, brackets: dict | None = None, hints: dict | None = None
+) -> list[int]:
     """For each target t, the smallest v - 1 such that some evaluated eps has B(v, eps) <= t.
 
     Starting from the seed eps values, alternates Brent's method on eps -> B(v - 1, eps) with a jump
@@ -378,7 +376,7 @@ def _count_search(run: "_OneRun", targets: np.ndarray, seeds, brackets: dict | N
 
     checked: dict = {}
 
-    def improve(t: float, v: int, e):
+    def improve(t: float, v: int, e, hint: int | None = None):
         """The smallest passing v over all evaluated eps, starting from a known passing (v, e).
 
         An eps already checked for this target cannot improve v again (v only decreases), so only
@@ -387,8 +385,11 @@ def _count_search(run: "_OneRun", targets: np.ndarray, seeds, brackets: dict | N
         seen = checked.setdefault(t, set())
         for eps in sorted(set(run.cache) - seen):
             seen.add(eps)
-            if v > 1 and objective(eps, v - 1) <= t:  # only then can this eps beat v
-                v, e = run.smallest_passing(eps, t, hi=v - 1), eps
+            if v > n:  # nothing known yet: search from the hint (or the last answer)
+                v, e = run.smallest_passing(eps, t, hint), eps
+                hint = v
+            elif v > 1 and objective(eps, v - 1) <= t:  # only then can this eps beat v
+                v, e = run.smallest_passing(eps, t, hint=v - 1), eps
         return v, e
 
     def minimise(v: int, centre: float, bracket=None) -> None:
@@ -420,7 +421,7 @@ def _count_search(run: "_OneRun", targets: np.ndarray, seeds, brackets: dict | N
     out = []
     run.best_eps = {}
     for t in targets:
-        v, e = improve(t, n + 1, None)
+        v, e = improve(t, n + 1, None, (hints or {}).get(float(t)))
         bracket = (brackets or {}).get(float(t))
         while v > 1:
             minimise(v - 1, e, bracket)
@@ -451,10 +452,11 @@ def count_bound(profile, p, confidence=0.95):
         # Locate each target's eps on a normal approximation of S* (cheap), then search exactly
         # from there: every count returned is still certified by an exact evaluation.
         approx = _OneRun(profile, q, approximate=True)
-        _count_search(approx, targets, seeds=approx.grid(approx.eps_max(float(np.min(targets))), 10))
+        guess = _count_search(approx, targets, seeds=approx.grid(approx.eps_max(float(np.min(targets))), 10))
         seeds = list(approx.best_eps.values())
         brackets = {t: (e / 1.02, e * 1.02) for t, e in approx.best_eps.items()}
-        out = _count_search(run, targets, seeds=seeds, brackets=brackets)
+        hints = {float(t): c + 1 for t, c in zip(targets, guess)}
+        out = _count_search(run, targets, seeds=seeds, brackets=brackets, hints=hints)
     else:
         out = _count_search(run, targets, seeds=run.grid(run.eps_max(float(np.min(targets))), 10))
     out = np.array(out, dtype=int)
