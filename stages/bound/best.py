@@ -120,7 +120,7 @@ def _min_over_epsilon(profile, bound_at, top: float) -> float:
     lo, hi = grid[max(j - 1, 0)], grid[min(j + 1, len(grid) - 1)]
     if hi > lo and comparators._cheap_delta(profile):  # scalar refinement only where delta is a closed form
         res = optimize.minimize_scalar(
-            lambda e: float(np.asarray(bound_at(np.array([e]), np.atleast_1d(profile.delta(e))))[0]),
+            lambda e: float(np.asarray(bound_at(np.array([e]), np.atleast_1d(profile.delta_upper(e))))[0]),
             bounds=(lo, hi),
             method="bounded",
             options={"xatol": 1e-10},

@@ -199,11 +199,11 @@ def _inverse_blow_up_from_delta(profile, *, refine: bool):
         if refine and len(eps) > 1:
             lo, hi = float(eps[max(j - 1, 0)]), float(eps[min(j + 1, len(eps) - 1)])
             res = optimize.minimize_scalar(
-                lambda e: -term(e, float(profile.delta(e)), y), bounds=(lo, hi), method="bounded",
+                lambda e: -term(e, profile.delta_upper(e), y), bounds=(lo, hi), method="bounded",
                 options={"xatol": 1e-12},
             )
             if res.success and np.isfinite(res.fun):
-                best = max(best, term(float(res.x), float(profile.delta(float(res.x))), y))
+                best = max(best, term(float(res.x), profile.delta_upper(float(res.x)), y))
         return min(max(best, 0.0), y)
 
     return ginv
@@ -439,7 +439,7 @@ def narcissus_bound(eps, delta, p):
 # --------------------------------------------------------------------------------------------
 
 
-def cherubin_bound(noise_multiplier, sample_rate, steps, p):
+def cherubin_bound(noise_multiplier, sample_rate, steps, p, *, allow_approximation: bool = False):
     """Cherubin et al. 2024 ("Closed-Form Bounds for DP-SGD against Record-level Inference").
 
     Their closed-form Bayes security of DP-SGD, beta* >= 1 - erf(q sqrt(T) / (sqrt(2) sigma)), bounds
@@ -447,10 +447,17 @@ def cherubin_bound(noise_multiplier, sample_rate, steps, p):
     a uniform prior over k candidates (p = 1/k), so success <= p + (1 - p) erf(q sqrt(T) / (sqrt(2) sigma)).
     sigma = noise_multiplier, q = sample_rate, T = steps. For q < 1 the published closed form drops an
     O(sqrt(qT)/sigma) approximation term; at q = 1 (full batch) it is exact (1 - beta* is then the total
-    variation of mu-GDP with mu = 2 sqrt(T) / sigma). Vectorised over p.
+    variation of mu-GDP with mu = 2 sqrt(T) / sigma). Vectorised over p. Because only the full-batch
+    value is a proven bound, q < 1 raises unless ``allow_approximation=True`` (then the number is the
+    paper's approximation, not a guarantee).
     """
     sigma = _validate.positive("noise_multiplier", noise_multiplier)
     q = float(_validate.probability("sample_rate", sample_rate, open_low=True))
+    if q < 1.0 and not allow_approximation:
+        raise ValueError(
+            f"cherubin_bound is a proven bound only for full-batch DP-SGD (sample_rate = 1), got sample_rate = {q!r}; "
+            "pass allow_approximation=True to get the paper's approximate value."
+        )
     t = _validate.integer("steps", steps, minimum=1)
     arr = _validate.probability("p", p)
     k = np.round(1.0 / np.maximum(arr, 1e-300))

@@ -482,7 +482,15 @@ def _expected_curve(profile: PrivacyProfile, p_runs: np.ndarray, eps: float):
     for row in p_runs:
         values, counts = np.unique(row, return_counts=True)
         rows.append(_Tail(distribution_grouped(_beta_unchecked(eps, values), counts))(np.arange(n + 2)))
-    return np.array(rows), float(profile.delta(eps))
+    return np.array(rows), profile.delta_upper(eps)
+
+
+def _expected_grid(profile: PrivacyProfile, n: int) -> np.ndarray:
+    """The eps grid of Theorem 3.2's estimate: 0 and 40 log-spaced values up to where n delta(eps) <= 1e-12."""
+    top = min(profile.max_useful_epsilon, EPS_CEILING)
+    e_small = profile.epsilon(max(1e-12 / n, 1e-300))
+    top = float(min(top, e_small)) if np.isfinite(min(top, e_small)) else top
+    return np.unique(np.concatenate([[0.0], np.geomspace(max(top, 1e-9) / 1e4, max(top, 1e-9), 40)]))
 
 
 def expected_tail(profile, p_runs, v, *, eps=None):
@@ -506,10 +514,7 @@ def expected_tail(profile, p_runs, v, *, eps=None):
     if eps is not None:
         grid = [float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))]
     else:
-        top = min(profile.max_useful_epsilon, EPS_CEILING)
-        e_small = profile.epsilon(max(1e-12 / n, 1e-300))
-        top = float(min(top, e_small)) if np.isfinite(min(top, e_small)) else top
-        grid = np.unique(np.concatenate([[0.0], np.geomspace(max(top, 1e-9) / 1e4, max(top, 1e-9), 40)]))
+        grid = _expected_grid(profile, n)
     best = (math.inf, 0.0)
     for e in grid:
         tails_r, d = _expected_curve(profile, runs, float(e))
@@ -527,12 +532,8 @@ def expected_count_bound(profile, p_runs, confidence=0.95):
     runs = _runs(p_runs)
     conf = _validate.confidence("confidence", confidence)
     n = runs.shape[1]
-    top = min(profile.max_useful_epsilon, EPS_CEILING)
-    e_small = profile.epsilon(max(1e-12 / n, 1e-300))
-    top = float(min(top, e_small)) if np.isfinite(min(top, e_small)) else top
-    grid = np.unique(np.concatenate([[0.0], np.geomspace(max(top, 1e-9) / 1e4, max(top, 1e-9), 40)]))
     curve = np.ones(n + 2)
-    for e in grid:
+    for e in _expected_grid(profile, n):
         tails_r, d = _expected_curve(profile, runs, float(e))
         curve = np.minimum(curve, np.minimum(1.0, tails_r.mean(axis=0) + n * d))
     curve[0] = 1.0

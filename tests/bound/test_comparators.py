@@ -26,6 +26,9 @@ class ViaDelta:
     def delta(self, eps):
         return self.inner.delta(eps)
 
+    def delta_upper(self, eps):
+        return float(self.inner.delta(eps))
+
     def tradeoff(self, alpha):
         return self.inner.tradeoff(alpha)
 
@@ -294,6 +297,7 @@ def test_cherubin_full_batch_is_exact_membership_accuracy(sigma, steps):
     (lambda: C.cherubin_bound(1.0, 1.0, 1, 0.3), ["cherubin_bound applies only to uniform priors", "0.3"]),
     (lambda: C.cherubin_bound(0.0, 1.0, 1, 0.5), ["noise_multiplier"]),
     (lambda: C.cherubin_bound(1.0, 0.0, 1, 0.5), ["sample_rate"]),
+    (lambda: C.cherubin_bound(1.0, 0.01, 100, 0.5), ["sample_rate = 0.01", "allow_approximation"]),
     (lambda: C.cherubin_bound(1.0, 1.0, 0, 0.5), ["steps"]),
 ])
 def test_errors_name_the_argument(call, words):

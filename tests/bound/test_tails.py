@@ -1,0 +1,226 @@
+"""Poisson-binomial pmf and tails (stages/bound/tails.py) against independent computations.
+
+Sources and tolerances:
+* the O(n^2) textbook recursion pmf_k <- pmf_k (1 - b) + pmf_{k-1} b, run here in float64:
+  exact to 1e-9 absolute (the issue's contract for "exact");
+* scipy.stats.binom for equal betas (a uniform prior is one binomial): 1e-9 absolute;
+* normalisation at n = 10^6: the pmf sums to 1 within 1e-9.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from stages.bound import tails
+
+ABS = 1e-9  # the issue's "exact to 1e-9 absolute"
+FAST = settings(max_examples=40, deadline=None)
+
+
+def pmf_recursion(beta) -> np.ndarray:
+    """Pr[S = k], k = 0..n, by the O(n^2) recursion over the Bernoullis (independent of tails.py)."""
+    beta = np.asarray(beta, dtype=float).ravel()
+    pmf = np.zeros(len(beta) + 1)
+    pmf[0] = 1.0
+    for t, b in enumerate(beta):
+        # S_{t+1} = S_t + Bern(b): new[k] = old[k] (1 - b) + old[k - 1] b, k = 0..t+1
+        pmf[1 : t + 2] = pmf[1 : t + 2] * (1.0 - b) + pmf[0 : t + 1] * b
+        pmf[0] *= 1.0 - b
+    return pmf
+
+
+def sf_from_pmf(pmf: np.ndarray) -> np.ndarray:
+    """t[v] = Pr[S >= v] for v = 0..n+1."""
+    return np.append(np.cumsum(pmf[::-1])[::-1], 0.0)
+
+
+@st.composite
+def betas(draw, max_n: int = 2000):
+    """A beta vector built from a mix of: exact 0s and 1s, a few repeated values (several of them
+    repeated often enough to be grouped into binomials), and fresh continuous values, including
+    values very close to 0 and 1; shuffled."""
+    n = draw(st.integers(1, max_n))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    frac_exact = draw(st.sampled_from([0.0, 0.0, 0.05, 0.3, 1.0]))
+    n_distinct = draw(st.sampled_from([1, 2, 3, 10, 50, None]))  # None: all continuous
+    shape = draw(st.sampled_from(["uniform", "small", "large", "beta"]))
+    if shape == "uniform":
+        cont = rng.uniform(0, 1, n)
+    elif shape == "small":
+        cont = 10.0 ** rng.uniform(-12, -1, n)
+    elif shape == "large":
+        cont = 1 - 10.0 ** rng.uniform(-12, -1, n)
+    else:
+        cont = rng.beta(0.3, 0.3, n)
+    if n_distinct is not None:
+        cont = rng.choice(cont[: max(1, min(n_distinct, n))], size=n)
+    exact = rng.random(n) < frac_exact
+    cont[exact] = rng.integers(0, 2, int(exact.sum())).astype(float)
+    # A few hand-picked values drawn by hypothesis itself, so shrinking finds simple counterexamples.
+    extra = draw(st.lists(st.sampled_from([0.0, 1.0, 0.5, 1e-300, 1 - 1e-16, 0.25]), max_size=5))
+    out = np.concatenate([cont, np.asarray(extra, dtype=float)])
+    rng.shuffle(out)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# pmf and tails vs the O(n^2) recursion
+# --------------------------------------------------------------------------------------------
+@FAST
+@given(beta=betas())
+def test_pmf_matches_quadratic_recursion(beta):
+    expected = pmf_recursion(beta)
+    got = tails.poisson_binomial_pmf(beta)
+    assert got.shape == (len(beta) + 1,)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=ABS)
+
+
+@FAST
+@given(beta=betas())
+def test_sf_all_and_tail_match_quadratic_recursion(beta):
+    n = len(beta)
+    expected = sf_from_pmf(pmf_recursion(beta))
+    sf = tails.poisson_binomial_sf_all(beta)
+    assert sf.shape == (n + 2,)
+    np.testing.assert_allclose(sf, expected, rtol=0, atol=ABS)
+    # The tail is documented as an upper bound (it adds the trimmed mass): never below by > rounding.
+    assert np.all(sf >= expected - 1e-12)
+    v = np.arange(-2, n + 4)
+    got = tails.poisson_binomial_tail(beta, v)
+    want = expected[np.clip(v, 0, n + 1)]
+    np.testing.assert_allclose(got, want, rtol=0, atol=ABS)
+    # scalar v gives a Python float, also for float-typed integers
+    k = n // 2
+    assert isinstance(tails.poisson_binomial_tail(beta, k), float)
+    assert tails.poisson_binomial_tail(beta, float(k)) == pytest.approx(expected[k], abs=ABS)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    beta=st.lists(st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0, 1)), min_size=1, max_size=40),
+    v=st.integers(-3, 45),
+)
+def test_small_lists_match_recursion(beta, v):
+    """Plain hypothesis lists (shrinkable): exact 0/1, subnormals, repeated values."""
+    sf = sf_from_pmf(pmf_recursion(beta))
+    got = tails.poisson_binomial_tail(beta, v)
+    assert got == pytest.approx(sf[min(max(v, 0), len(beta) + 1)], abs=ABS)
+
+
+def test_distribution_grouped_matches_recursion():
+    """distribution_grouped(values, counts) is the law of counts[g] copies of values[g]."""
+    values = np.array([0.0, 0.013, 0.5, 0.91, 1.0, 0.2])
+    counts = np.array([3, 40, 7, 9, 2, 1])
+    d = tails.distribution_grouped(values, counts)
+    assert d.n == counts.sum()
+    expected = pmf_recursion(np.repeat(values, counts))
+    got = np.zeros(d.n + 1)
+    got[d.offset : d.offset + len(d.pmf)] = d.pmf
+    np.testing.assert_allclose(got, expected, atol=ABS, rtol=0)
+    np.testing.assert_allclose(d.sf_all(), sf_from_pmf(expected), atol=ABS, rtol=0)
+
+
+def test_all_zero_and_all_one():
+    assert np.array_equal(tails.poisson_binomial_pmf(np.zeros(5)), [1, 0, 0, 0, 0, 0])
+    assert np.array_equal(tails.poisson_binomial_pmf(np.ones(5)), [0, 0, 0, 0, 0, 1])
+    sf = tails.poisson_binomial_sf_all(np.ones(5))
+    assert np.array_equal(sf, [1, 1, 1, 1, 1, 1, 0])
+    sf = tails.poisson_binomial_sf_all(np.zeros(5))
+    assert np.array_equal(sf, [1, 0, 0, 0, 0, 0, 0])
+
+
+# --------------------------------------------------------------------------------------------
+# Equal betas: one binomial (scipy.stats.binom)
+# --------------------------------------------------------------------------------------------
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 5000), b=st.one_of(st.floats(0, 1), st.sampled_from([1e-9, 0.5, 1 - 1e-9])))
+def test_uniform_prior_is_binomial(n, b):
+    beta = np.full(n, b)
+    k = np.arange(n + 1)
+    np.testing.assert_allclose(tails.poisson_binomial_pmf(beta), stats.binom.pmf(k, n, b), atol=ABS, rtol=0)
+    v = np.arange(0, n + 2)
+    np.testing.assert_allclose(tails.poisson_binomial_tail(beta, v), stats.binom.sf(v - 1, n, b), atol=ABS, rtol=0)
+
+
+# --------------------------------------------------------------------------------------------
+# n = 10^6
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("law", ["uniform", "skewed"])
+def test_million_heterogeneous_is_normalised(law):
+    rng = np.random.default_rng(7)
+    beta = rng.uniform(0, 1, 10**6) if law == "uniform" else rng.beta(0.5, 20, 10**6)
+    pmf = tails.poisson_binomial_pmf(beta)
+    assert pmf.shape == (10**6 + 1,)
+    assert np.all(pmf >= 0)
+    assert abs(pmf.sum() - 1.0) <= 1e-9
+    # mean and variance of the law match sum(beta), sum(beta(1-beta)) (relative 1e-9)
+    k = np.arange(10**6 + 1, dtype=float)
+    mean = pmf @ k
+    assert mean == pytest.approx(beta.sum(), rel=1e-9)
+    assert pmf @ (k - mean) ** 2 == pytest.approx(np.sum(beta * (1 - beta)), rel=1e-6)
+    sf = tails.poisson_binomial_sf_all(beta)
+    # sf[n + 1] = Pr[S >= n + 1] = 0 up to the trimmed mass the documented upper bound adds (<= 1e-9)
+    assert sf[0] == 1.0 and 0.0 <= sf[-1] <= ABS and np.all(np.diff(sf) <= 1e-15)
+
+
+@pytest.mark.parametrize("b", [1e-6, 0.3, 0.999])
+def test_million_equal_betas_matches_binom_sf(b):
+    n = 10**6
+    beta = np.full(n, b)
+    pmf = tails.poisson_binomial_pmf(beta)
+    assert abs(pmf.sum() - 1.0) <= 1e-9
+    v = np.unique(np.concatenate([np.arange(0, 50), np.linspace(0, n + 1, 2001).astype(int),
+                                  int(n * b) + np.arange(-5000, 5000, 7)]))
+    v = v[(v >= 0) & (v <= n + 1)]
+    np.testing.assert_allclose(tails.poisson_binomial_tail(beta, v), stats.binom.sf(v - 1, n, b), atol=ABS, rtol=0)
+
+
+def test_million_mixture_of_equal_and_distinct():
+    """10^6 Bernoullis: 4 large groups (binomials) plus 2000 distinct values, vs scipy convolution
+    of the binomials with the recursion of the distinct ones (exact to 1e-9)."""
+    rng = np.random.default_rng(3)
+    groups = {0.001: 400_000, 0.01: 300_000, 0.2: 200_000, 0.75: 98_000}
+    distinct = rng.uniform(0, 1, 2000)
+    beta = np.concatenate([np.full(c, b) for b, c in groups.items()] + [distinct])
+    rng.shuffle(beta)
+    n = len(beta)
+    assert n == 10**6
+    # independent: the exact law, by direct convolution of windowed binomial pmfs (window holding
+    # all but 2e-18 of each binomial's mass) with the recursion of the distinct ones
+    part, offset = pmf_recursion(distinct), 0
+    for b, c in groups.items():
+        lo, hi = int(stats.binom.ppf(1e-18, c, b)), int(stats.binom.isf(1e-18, c, b)) + 1
+        part = np.convolve(stats.binom.pmf(np.arange(lo, hi + 1), c, b), part)
+        offset += lo
+    expected = np.zeros(n + 1)
+    expected[offset : offset + len(part)] = part
+    got = tails.poisson_binomial_pmf(beta)
+    np.testing.assert_allclose(got, expected, atol=ABS, rtol=0)
+
+
+# --------------------------------------------------------------------------------------------
+# v must be an integer
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("v", [2.5, np.array([1, 2.5]), float("nan"), float("inf"), -0.5])
+def test_non_integer_v_raises(v):
+    with pytest.raises(ValueError, match="v"):
+        tails.poisson_binomial_tail([0.2, 0.5, 0.7], v)
+
+
+def test_integer_valued_float_v_accepted():
+    assert tails.poisson_binomial_tail([0.5, 0.5], 1.0) == pytest.approx(0.75, abs=1e-15)
+    np.testing.assert_allclose(tails.poisson_binomial_tail([0.5, 0.5], np.array([0.0, 1.0, 2.0, 3.0])),
+                               [1, 0.75, 0.25, 0], atol=1e-15)
+
+
+@pytest.mark.parametrize("beta", [[0.5, 1.5], [-0.1], [0.2, float("nan")]])
+def test_bad_beta_raises(beta):
+    for fn in (tails.poisson_binomial_pmf, tails.poisson_binomial_sf_all, tails.distribution):
+        with pytest.raises(ValueError, match="beta"):
+            fn(beta)
+    with pytest.raises(ValueError, match="beta"):
+        tails.poisson_binomial_tail(beta, 1)
