@@ -57,7 +57,7 @@ class PrivacyProfile:
     def delta(self, eps):
         """delta(eps) for eps >= 0 (scalar or array, vectorised)."""
         arr = _validate.epsilon("eps", eps)
-        out = np.clip(self._delta(np.atleast_1d(arr).astype(float)), 0.0, 1.0)
+        out = np.clip(self._delta(np.atleast_1d(arr).astype(float).ravel()), 0.0, 1.0)
         return float(out[0]) if arr.ndim == 0 else out.reshape(arr.shape)
 
     def delta_upper(self, eps: float) -> float:
@@ -66,10 +66,7 @@ class PrivacyProfile:
 
     def epsilon(self, delta: float) -> float:
         """The smallest eps >= 0 with delta(eps) <= delta (inf if there is none)."""
-        d = _validate.probability("delta", delta)
-        if d.ndim != 0:
-            raise ValueError(f"delta must be a single number in [0, 1], got {delta!r}.")
-        d = float(d)
+        d = _validate.delta("delta", delta)
         if self.delta(0.0) <= d:
             return 0.0
         if d == 0.0 and not np.isfinite(self.max_useful_epsilon):
@@ -279,11 +276,17 @@ class DPSGD(PrivacyProfile):
     @cached_property
     def _delta_table(self):
         """delta on a fine eps grid, for delta_upper: one vectorised accountant call."""
-        top = min(float(self._pld.get_epsilon_for_delta(1e-30)), 500.0)
+        # The pessimistic PLD keeps some mass at infinity, so delta has a floor: end the table
+        # where delta reaches 1e-25 or that floor, whichever comes first.
+        probe = np.concatenate([[0.0], np.geomspace(1e-3, 500.0, 400)])
+        probe_delta = np.asarray(self._pld.get_delta_for_epsilon(probe), dtype=float)
+        floor = max(float(probe_delta[-1]), 1e-25)
+        top = float(probe[int(np.argmax(probe_delta <= floor * (1 + 1e-9)))]) if np.any(probe_delta <= floor * (1 + 1e-9)) else 500.0
         top = max(top, 1e-3)
         grid = np.unique(np.concatenate([np.linspace(0.0, top, 8001), np.geomspace(1e-6, top, 2001)]))
-        vals = np.asarray(self._pld.get_delta_for_epsilon(grid), dtype=float)
-        return grid, np.minimum.accumulate(vals)  # a non-increasing upper envelope
+        vals = np.maximum(np.asarray(self._pld.get_delta_for_epsilon(grid), dtype=float), 0.0)
+        # delta is non-increasing, so the running minimum of upper bounds is still an upper bound
+        return grid, np.minimum.accumulate(vals)
 
     def delta_upper(self, eps: float) -> float:
         """delta(eps) <= the chord of the table in e^eps: the hockey-stick divergence is convex in
@@ -303,14 +306,17 @@ class DPSGD(PrivacyProfile):
         mu = self.full_batch_mu
         if mu is not None:
             return gdp_delta(eps, mu)
-        out = np.asarray(self._pld.get_delta_for_epsilon(np.where(np.isinf(eps), 1e300, eps)), dtype=float)
+        finite = np.where(np.isinf(eps), 1e300, eps)
+        order = np.argsort(finite, kind="stable")  # the accountant wants ascending eps
+        out = np.empty(len(finite))
+        out[order] = np.asarray(self._pld.get_delta_for_epsilon(finite[order]), dtype=float)
         return np.where(np.isinf(eps), 0.0, out)
 
     def epsilon(self, delta: float) -> float:
         if self.full_batch_mu is not None:
             return GaussianDP(self.full_batch_mu).epsilon(delta)
-        d = _validate.probability("delta", delta)
-        return float(self._pld.get_epsilon_for_delta(float(d)))
+        d = _validate.delta("delta", delta)
+        return float(self._pld.get_epsilon_for_delta(d))
 
     def tradeoff(self, alpha):
         if self.full_batch_mu is not None:

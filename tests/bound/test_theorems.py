@@ -1,0 +1,446 @@
+"""The theorems (stages/bound/theorems.py) against independent computations.
+
+* beta: the formula e^eps / (e^eps - 1 + 1/p) evaluated directly;
+* pure_dp_tail (Theorem 3.1): brute-force enumeration of all 2^n Bernoulli outcomes;
+* tail_bound_at: the primal LP of the approximate-DP appendix (proof of thm:eps_bound_approx_comp),
+  solved by scipy.optimize.linprog, and exactly by enumerating the LP's vertices;
+* tail_bound: a dense brute-force eps grid of tail_bound_at;
+* count_bound: its defining property against tail_bound;
+* known values: Phi(mu/2) (n = 1, p = 1/2, mu-GDP), eps_protect(1e-9) = 17.8 (paper, Section 4);
+* Monte Carlo: randomized response (tightness proposition, appendix "Pure DP Proofs") and a
+  Gaussian-mechanism attack game (validity of count_bound), both simulated directly with numpy.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from scipy import optimize, stats
+
+from stages.bound import theorems as T
+from stages.bound.profiles import DPSGD, ApproxDP, ComposedGaussian, GaussianDP, PureDP
+
+Phi = stats.norm.cdf
+
+
+# --------------------------------------------------------------------------------------------
+# Independent helpers
+# --------------------------------------------------------------------------------------------
+def beta_formula(eps: float, p: float) -> float:
+    """Theorem 3.1's beta, as written in the paper (with the limits p = 0 -> 0, p = 1 -> 1)."""
+    if p == 0.0:
+        return 0.0
+    if p == 1.0 or eps == math.inf:
+        return 1.0
+    return math.exp(eps) / (math.exp(eps) - 1.0 + 1.0 / p)
+
+
+def sf_recursion(beta) -> np.ndarray:
+    """t[u] = Pr[sum Bern(beta_i) >= u], u = 0..n+1, by the O(n^2) recursion."""
+    beta = np.asarray(beta, dtype=float)
+    pmf = np.zeros(len(beta) + 1)
+    pmf[0] = 1.0
+    for t, b in enumerate(beta):
+        pmf[1 : t + 2] = pmf[1 : t + 2] * (1 - b) + pmf[: t + 1] * b
+        pmf[0] *= 1 - b
+    return np.append(np.cumsum(pmf[::-1])[::-1], 0.0)
+
+
+def tail_at(sf: np.ndarray, u) -> np.ndarray:
+    u = np.asarray(u)
+    return np.where(u <= 0, 1.0, sf[np.clip(u, 0, len(sf) - 1)])
+
+
+def lp_linprog(sf: np.ndarray, n: int, v: int, m: float) -> float:
+    """max sum_j x_j Pr[S* >= v - j] s.t. sum_j j x_j <= m, sum_j x_j = 1, x >= 0 (j = 0..n)."""
+    j = np.arange(n + 1)
+    g = tail_at(sf, v - j)
+    res = optimize.linprog(-g, A_ub=j[None, :].astype(float), b_ub=[m], A_eq=np.ones((1, n + 1)), b_eq=[1.0],
+                           bounds=[(0, None)] * (n + 1), method="highs",
+                           options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
+    assert res.status == 0, res.message
+    return float(-res.fun)
+
+
+def lp_vertices(sf: np.ndarray, n: int, v: int, m: float) -> float:
+    """The same LP solved exactly: its optimum is at a vertex, a point mass at j <= m or a two-point
+    law on j1 <= m < j2 with mean exactly m."""
+    j = np.arange(n + 1)
+    g = tail_at(sf, v - j)
+    best = float(np.max(g[j <= m]))
+    for j1 in j[j <= m]:
+        for j2 in j[j > m]:
+            w = (m - j1) / (j2 - j1)
+            best = max(best, (1 - w) * g[j1] + w * g[j2])
+    return best
+
+
+def profile_delta(profile, eps: float) -> float:
+    """delta(eps) computed here for the profiles used below (closed forms)."""
+    if isinstance(profile, ApproxDP):
+        e0, d0 = profile.eps, profile.delta_
+        return d0 + (1 - d0) * math.exp(eps) * math.expm1(max(e0 - eps, 0.0)) / (1 + math.exp(e0))
+    mu = profile.mu
+    return float(Phi(-eps / mu + mu / 2) - math.exp(eps) * Phi(-eps / mu - mu / 2))
+
+
+# --------------------------------------------------------------------------------------------
+# beta
+# --------------------------------------------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(eps=st.one_of(st.floats(0, 50), st.just(math.inf)), p=st.one_of(st.floats(0, 1), st.sampled_from([0.0, 1.0, 1e-300])))
+def test_beta_formula(eps, p):
+    got = T.beta(eps, p)
+    want = beta_formula(eps, p)
+    # relative 1e-12 where the direct formula is well conditioned (1/p finite, e^eps finite)
+    if 1.0 / max(p, 1e-308) < 1e300 and eps < 700:
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-300)
+    assert 0.0 <= got <= 1.0
+    # eps >= 0 never lowers the prior (expit(logit(p)) rounds ~1e-14; subnormal p may flush to 0)
+    assert got >= p * (1 - 1e-13) - 1e-300
+
+
+def test_beta_edge_cases():
+    assert T.beta(3.0, 0.0) == 0.0
+    assert T.beta(math.inf, 0.0) == 0.0
+    assert T.beta(0.0, 1.0) == 1.0
+    assert T.beta(math.inf, 1e-9) == 1.0
+    assert T.beta(0.0, 0.3) == pytest.approx(0.3, rel=1e-15)
+    np.testing.assert_allclose(T.beta(1.0, np.array([0.0, 0.5, 1.0])), [0.0, math.e / (math.e + 1), 1.0], rtol=1e-15)
+    np.testing.assert_allclose(T.beta(np.array([0.0, 1.0]), 0.5), [0.5, math.e / (math.e + 1)], rtol=1e-15)
+
+
+# --------------------------------------------------------------------------------------------
+# Theorem 3.1 by brute force
+# --------------------------------------------------------------------------------------------
+@settings(max_examples=40, deadline=None)
+@given(
+    eps=st.floats(0, 10),
+    p=st.lists(st.one_of(st.floats(0, 1), st.sampled_from([0.0, 1.0, 0.5])), min_size=1, max_size=10),
+    v=st.integers(-1, 12),
+)
+def test_pure_dp_tail_brute_force(eps, p, v):
+    """Sum over all 2^n outcomes of prod_i beta_i^s_i (1 - beta_i)^(1 - s_i) with sum s >= v: 1e-12."""
+    b = [beta_formula(eps, q) for q in p]
+    want = 0.0
+    for s in itertools.product([0, 1], repeat=len(p)):
+        if sum(s) >= v:
+            want += math.prod(bi if si else 1 - bi for bi, si in zip(b, s))
+    assert T.pure_dp_tail(eps, p, v) == pytest.approx(min(want, 1.0), abs=1e-12)
+
+
+@settings(max_examples=20, deadline=None)
+@given(eps=st.floats(0, 6), seed=st.integers(0, 2**31), n=st.integers(1, 300))
+def test_pure_dp_count_bound_is_smallest(eps, seed, n):
+    p = np.random.default_rng(seed).beta(0.5, 3, n)
+    confs = np.array([0.05, 0.5, 0.95, 0.999])
+    c = T.pure_dp_count_bound(eps, p, confs)
+    sf = sf_recursion([beta_formula(eps, q) for q in p])
+    for ci, conf in zip(c, confs):
+        assert sf[ci + 1] <= 1 - conf + 1e-9
+        assert ci == 0 or sf[ci] > 1 - conf - 1e-9
+        assert T.pure_dp_count_bound(eps, p, conf) == ci
+
+
+# --------------------------------------------------------------------------------------------
+# tail_bound_at vs the primal LP of the approximate-DP appendix
+# --------------------------------------------------------------------------------------------
+profiles_st = st.one_of(
+    st.builds(ApproxDP, st.floats(0.0, 6.0), st.one_of(st.just(0.0), st.floats(1e-8, 0.08))),
+    st.builds(GaussianDP, st.floats(0.1, 5.0)),
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    profile=profiles_st,
+    p=st.lists(st.one_of(st.floats(0, 1), st.sampled_from([0.0, 1.0, 0.1, 0.5])), min_size=1, max_size=30),
+    data=st.data(),
+    eps=st.one_of(st.floats(0, 12), st.sampled_from([0.0, 0.5, 1.0])),
+)
+def test_tail_bound_at_equals_primal_lp(profile, p, data, eps):
+    n = len(p)
+    v = data.draw(st.integers(0, n), label="v")
+    b = [beta_formula(eps, q) for q in p]
+    sf = sf_recursion(b)
+    m = n * profile_delta(profile, eps)
+    lp = lp_linprog(sf, n, v, m)
+    exact = lp_vertices(sf, n, v, m)
+    got = T.tail_bound_at(profile, p, v, eps)
+    assert abs(lp - exact) <= 1e-9  # the two LP solutions agree (sanity of the reference)
+    assert got == pytest.approx(exact, abs=1e-9)  # the code computes the LP optimum itself
+    assert got >= exact - 1e-12  # a valid bound: never below the LP optimum
+    # v > n: at most n targets can be attacked, so the bound is 0 (the LP over F is not needed)
+    assert T.tail_bound_at(profile, p, n + 1, eps) == 0.0
+
+
+def test_tail_bound_at_uses_paper_alpha_at_small_delta():
+    """For m = n delta below the tangent point the LP value is T(v) + alpha n delta with the paper's
+    alpha = max_j (T(v - j) - T(v)) / j (thm:eps_bound_approx_comp); checked directly (1e-12)."""
+    p = np.full(20, 0.05)
+    prof = ApproxDP(1.0, 1e-6)
+    eps, v = 1.0, 5
+    sf = sf_recursion([beta_formula(eps, q) for q in p])
+    alpha = max(0.0, max((tail_at(sf, v - j) - sf[v]) / j for j in range(1, 21)))
+    want = sf[v] + alpha * 20 * 1e-6
+    assert T.tail_bound_at(prof, p, v, eps) == pytest.approx(want, abs=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# tail_bound: minimum over eps vs a dense grid of tail_bound_at
+# --------------------------------------------------------------------------------------------
+CASES = [
+    (GaussianDP(1.0), np.random.default_rng(1).beta(0.5, 5, 20), 5, 25.0),
+    (GaussianDP(0.3), np.full(25, 0.1), 6, 15.0),
+    (ApproxDP(2.0, 1e-4), np.random.default_rng(2).uniform(0, 0.3, 15), 6, 2.0),
+    (DPSGD(1.0, 0.05, 100, "add_remove"), np.random.default_rng(3).beta(1, 10, 30), 6, 20.0),
+]
+
+
+@pytest.mark.parametrize("profile,p,v,top", CASES, ids=["gdp1", "gdp0.3-uniform", "approx", "dpsgd"])
+def test_tail_bound_not_above_dense_grid(profile, p, v, top):
+    """value <= min over 20000 eps points of tail_bound_at * (1 + 1e-6), and the value is attained
+    at the returned eps (a valid bound, never interpolated)."""
+    grid = np.unique(np.concatenate([np.linspace(0.0, top, 15000), np.geomspace(1e-6, top, 5000)]))
+    vals = np.array([T.tail_bound_at(profile, p, v, e) for e in grid])
+    value, eps = T.tail_bound(profile, p, v, return_eps=True)
+    assert value <= vals.min() * (1 + 1e-6)
+    assert value == T.tail_bound_at(profile, p, v, eps)
+    assert T.tail_bound(profile, p, v) == value
+    assert 0.0 <= value <= 1.0
+
+
+def test_tail_bound_trivial_v():
+    g = GaussianDP(1.0)
+    assert T.tail_bound(g, [0.1, 0.2], 0) == 1.0
+    assert T.tail_bound(g, [0.1, 0.2], -3) == 1.0
+    assert T.tail_bound(g, [0.1, 0.2], 3) == 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# count_bound: the smallest c with tail_bound(c + 1) <= 1 - confidence
+# --------------------------------------------------------------------------------------------
+CONFS = np.array([0.05, 0.5, 0.95])
+
+
+def check_count(profile, p, confs=CONFS):
+    c = T.count_bound(profile, p, confs)
+    assert c.shape == confs.shape
+    for ci, conf in zip(c, confs):
+        t = 1 - conf
+        assert T.tail_bound(profile, p, int(ci) + 1) <= t * (1 + 1e-6)
+        assert ci == 0 or T.tail_bound(profile, p, int(ci)) > t * (1 - 1e-6)
+    assert [T.count_bound(profile, p, float(x)) for x in confs] == list(c)
+    assert np.all(np.diff(c) >= 0)  # more confidence, larger count
+    return c
+
+
+@pytest.mark.parametrize(
+    "profile", [GaussianDP(0.5), GaussianDP(2.0), DPSGD(1.0, 0.01, 200), ApproxDP(1.0, 1e-7)], ids=repr
+)
+@pytest.mark.parametrize("n", [50, 3000])
+def test_count_bound_consistent(profile, n):
+    p = np.random.default_rng(n).beta(0.5, 20, n)
+    check_count(profile, p)
+
+
+@pytest.mark.parametrize("profile", [GaussianDP(0.5), DPSGD(1.0, 0.01, 200, "add_remove")], ids=repr)
+@pytest.mark.parametrize("n", [25_000, 50_000])
+def test_count_bound_consistent_large_n(profile, n):
+    """n >= 20000 seeds the search with a normal approximation; the counts must still be exact."""
+    rng = np.random.default_rng(n + 1)
+    p = np.concatenate([rng.beta(0.5, 20, n - 100), np.full(100, 0.2)])  # heterogeneous + a group
+    check_count(profile, p)
+
+
+def test_count_bound_uniform_prior_and_scalar():
+    c = T.count_bound(GaussianDP(1.0), np.full(1000, 1e-3), 0.95)
+    assert isinstance(c, int)
+    assert T.tail_bound(GaussianDP(1.0), np.full(1000, 1e-3), c + 1) <= 0.05 * (1 + 1e-6)
+
+
+# --------------------------------------------------------------------------------------------
+# Known values
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("mu", [0.1, 0.5, 1.0, 2.0, 4.0])
+def test_success_bound_gdp_half_prior_is_phi_mu_half(mu):
+    """mu-GDP, n = 1, p = 1/2: the bound is Phi(mu/2), the optimal MIA accuracy (issue 2; 1e-9)."""
+    assert T.success_bound(GaussianDP(mu), 0.5) == pytest.approx(Phi(mu / 2), abs=1e-9)
+
+
+def test_success_bound_pure_dp():
+    """eps-DP, n = 1: success_bound = min_{eps' >= 0} beta(eps', p) + (1 - beta(eps', p)) delta(eps'),
+    with delta the profile of f_{eps,0} (positive below eps). Reference: that objective on a
+    200001-point eps' grid (piecewise smooth; 1e-8 relative). It is never above Theorem 3.1's
+    beta(eps, p) (eps' = eps is a candidate) and equals it for a near-uniform binary prior
+    (p = 1/2: tightness proposition); for a skewed prior (p = 0.9, eps = 0.1) it is strictly smaller."""
+    for eps, p, tight in [(1.0, 0.5, True), (3.0, 1e-3, True), (0.1, 0.9, False)]:
+        got = T.success_bound(PureDP(eps), p)
+        e = np.linspace(0, eps, 200_001)
+        b = np.exp(e) * p / (np.exp(e) * p + 1 - p)
+        d = (math.exp(eps) - np.exp(e)) / (1 + math.exp(eps))
+        ref = float(np.min(b + (1 - b) * d))
+        assert got == pytest.approx(ref, rel=1e-8)
+        assert got <= beta_formula(eps, p) * (1 + 1e-9)
+        if tight:
+            assert got == pytest.approx(beta_formula(eps, p), rel=1e-9)
+        else:
+            assert got < beta_formula(eps, p) - 1e-3
+
+
+def test_eps_protect_paper_value():
+    """Paper, Section 4 ("Calibrating Epsilon"/Fig. eps_protect): a uniform 9-digit canary
+    (p = 1e-9) at delta = 1e-5 is protected (Adv <= 0.05) up to eps = 17.8 (tolerance 0.05)."""
+    e = T.eps_protect(1e-9, threshold=0.05, delta=1e-5)
+    assert e == pytest.approx(17.8, abs=0.05)
+    assert T.advantage_bound(ApproxDP(e, 1e-5), 1e-9) <= 0.05
+    assert T.advantage_bound(ApproxDP(e * (1 + 1e-6), 1e-5), 1e-9) > 0.05
+
+
+@settings(max_examples=10, deadline=None)
+@given(p=st.floats(1e-9, 0.9), delta=st.sampled_from([0.0, 1e-8, 1e-5, 1e-3]))
+def test_advantage_bound_monotone_in_eps(p, delta):
+    eps = np.linspace(0, 12, 25)
+    adv = [T.advantage_bound(ApproxDP(e, delta), p) for e in eps]
+    assert all(0.0 <= a <= 1.0 for a in adv)
+    assert all(b >= a - 1e-12 for a, b in zip(adv, adv[1:]))
+    mus = [0.05, 0.2, 0.5, 1, 2, 4]
+    adv = [T.advantage_bound(GaussianDP(mu), p) for mu in mus]
+    assert all(b >= a - 1e-12 for a, b in zip(adv, adv[1:]))
+
+
+def test_advantage_bound_formula():
+    for prof, p in [(GaussianDP(1.0), 0.01), (ApproxDP(2.0, 1e-5), 0.3)]:
+        s = T.success_bound(prof, p)
+        assert T.advantage_bound(prof, p) == pytest.approx((s - p) / (1 - p), abs=1e-15)
+
+
+# --------------------------------------------------------------------------------------------
+# Randomized response: the tightness proposition (appendix "Pure DP Proofs")
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("eps,m", [(1.0, 4), (2.0, 10)])
+def test_randomized_response_bayes_attacker_reaches_beta(eps, m):
+    """k-ary RR_eps, prior D with D(a) <= e^eps D(b) for all a, b: the Bayes-optimal attacker (argmax
+    of the posterior, computed here from Bayes' rule) succeeds given output a with probability
+    beta(eps, D(a)) -- checked within 3 standard errors per output -- and, over n targets, the number
+    of successes given the releases is never above Theorem 3.1's pure_dp_tail (3 SE)."""
+    rng = np.random.default_rng(int(eps * 100) + m)
+    D = rng.uniform(1.0, math.exp(eps) * 0.95, m)
+    D /= D.sum()
+    assert D.max() <= math.exp(eps) * D.min()
+    N = 240_000
+    X = rng.choice(m, size=N, p=D)
+    keep = rng.random(N) < math.exp(eps) / (math.exp(eps) - 1 + m)  # report truthfully w.p. e^eps/(e^eps-1+m)
+    other = (X + rng.integers(1, m, N)) % m  # else a uniformly random *other* value
+    out = np.where(keep, X, other)
+    # Bayes-optimal guess: argmax_b Pr[out | X = b] D(b)
+    lik = np.full((m, m), 1.0 / (math.exp(eps) - 1 + m))
+    np.fill_diagonal(lik, math.exp(eps) / (math.exp(eps) - 1 + m))
+    guess_for = np.argmax(lik * D[None, :], axis=1)  # row: output a, column: b
+    guess = guess_for[out]
+    success = guess == X
+    for a in range(m):
+        sel = out == a
+        rate = success[sel].mean()
+        se = math.sqrt(rate * (1 - rate) / sel.sum())
+        b = T.beta(eps, D[a])
+        assert abs(rate - b) <= 3 * se, (a, rate, b, se)
+    # n targets per game, R games: successes >= v vs pure_dp_tail(eps, D(release), v)
+    n, v = 12, 6
+    R = N // n
+    succ = success[: R * n].reshape(R, n).sum(axis=1)
+    rel = out[: R * n].reshape(R, n)
+    # the bound depends on the release only through the multiset of D(a_i): group identical ones
+    keys, inverse = np.unique(np.sort(rel, axis=1), axis=0, return_inverse=True)
+    bounds = np.array([T.pure_dp_tail(eps, D[k], v) for k in keys])[inverse.ravel()]
+    hit = (succ >= v).astype(float)
+    diff = hit - bounds
+    se = diff.std(ddof=1) / math.sqrt(R)
+    assert diff.mean() <= 3 * se  # never above the bound
+    assert abs(diff.mean()) <= 3 * se  # and tight
+
+
+# --------------------------------------------------------------------------------------------
+# Validity Monte Carlo: a Gaussian-mechanism attack game against count_bound
+# --------------------------------------------------------------------------------------------
+def test_count_bound_valid_for_gaussian_one_hot_game():
+    """n targets X_i ~ D (m values); release y_i = onehot(X_i) + N(0, sigma^2 I_m) for every i.
+    Replacing one record moves the release by sqrt(2) in L2, so the mechanism is (sqrt(2)/sigma)-GDP.
+    The Bayes-optimal attacker guesses argmax_b log D(b) + y_ib / sigma^2; the a-priori Bayes-optimal
+    guess succeeds with p* = max D. Check Pr[successes >= c + 1] <= 0.05 + 3 SE, c = count_bound(0.95)."""
+    rng = np.random.default_rng(11)
+    n, m, sigma, R = 60, 8, 2.0, 4000
+    D = rng.dirichlet(np.ones(m) * 2)
+    profile = GaussianDP(math.sqrt(2) / sigma)
+    c = T.count_bound(profile, np.full(n, D.max()), 0.95)
+    hits = np.zeros(R, dtype=bool)
+    successes = np.zeros(R, dtype=int)
+    for r in range(0, R, 500):
+        X = rng.choice(m, size=(500, n), p=D)
+        y = np.eye(m)[X] + sigma * rng.standard_normal((500, n, m))
+        guess = np.argmax(np.log(D)[None, None, :] + y / sigma**2, axis=2)
+        s = (guess == X).sum(axis=1)
+        successes[r : r + 500] = s
+        hits[r : r + 500] = s >= c + 1
+    rate = hits.mean()
+    se = math.sqrt(max(rate * (1 - rate), 0.05 * 0.95) / R)
+    assert rate <= 0.05 + 3 * se, (rate, c, successes.mean())
+    assert c < n  # the bound says something here
+
+
+# --------------------------------------------------------------------------------------------
+# expected_tail (Theorem 3.2) and its standard error
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("profile,eps", [(GaussianDP(1.0), 1.5), (ApproxDP(1.0, 1e-4), 0.7), (PureDP(0.5), 0.5)])
+def test_expected_tail_value_and_standard_error(profile, eps):
+    rng = np.random.default_rng(5)
+    R, n, v = 50, 15, 4
+    p_runs = rng.beta(0.5, 5, (R, n))
+    p_runs[0, :3] = [0.0, 1.0, 0.5]
+    value, se = T.expected_tail(profile, p_runs, v, eps=eps)
+    per_run = np.array([sf_recursion([beta_formula(eps, q) for q in row])[v] for row in p_runs])
+    want = min(1.0, per_run.mean() + n * profile_delta(profile, eps))
+    assert value == pytest.approx(want, abs=1e-9)
+    assert se == pytest.approx(np.std(per_run, ddof=1) / math.sqrt(R), rel=1e-9)
+    # np.std's default (ddof = 0) differs only by sqrt(R / (R - 1))
+    assert se == pytest.approx(np.std(per_run) / math.sqrt(R) * math.sqrt(R / (R - 1)), rel=1e-9)
+
+
+def test_expected_tail_minimised_and_count():
+    rng = np.random.default_rng(6)
+    prof = GaussianDP(1.0)
+    p_runs = rng.beta(0.5, 5, (20, 40))
+    value, se = T.expected_tail(prof, p_runs, 10)
+    assert 0 <= value <= 1 and se >= 0
+    # the minimum over eps is at most the value at any fixed eps
+    for e in (0.5, 1.0, 2.0, 4.0):
+        assert value <= T.expected_tail(prof, p_runs, 10, eps=e)[0] + 1e-12
+    c = T.expected_count_bound(prof, p_runs, [0.5, 0.95])
+    for ci, conf in zip(c, [0.5, 0.95]):
+        assert T.expected_tail(prof, p_runs, int(ci) + 1)[0] <= 1 - conf + 1e-12
+        assert ci == 0 or T.expected_tail(prof, p_runs, int(ci))[0] > 1 - conf - 1e-12
+
+
+# --------------------------------------------------------------------------------------------
+# calibrate_noise
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("p,target,comp", [(1e-3, 0.05, 1), (0.1, 0.2, 4), (1e-6, 0.01, 10)])
+def test_calibrate_noise_advantage(p, target, comp):
+    sigma = T.calibrate_noise([p, p / 2], target, compositions=comp)
+    assert T.advantage_bound(ComposedGaussian(sigma, comp), p) <= target
+    # the smallest such sigma, up to the function's rtol (1e-4): 1e-3 less noise violates the target
+    assert T.advantage_bound(ComposedGaussian(sigma * (1 - 1e-3), comp), p) > target
+
+
+def test_calibrate_noise_count_and_dpsgd():
+    p = np.random.default_rng(9).beta(0.5, 30, 200)
+    sigma = T.calibrate_noise(p, 10, kind="count", confidence=0.95)
+    assert T.count_bound(ComposedGaussian(sigma), p, 0.95) <= 10
+    assert T.count_bound(ComposedGaussian(sigma * (1 - 1e-3)), p, 0.95) > 10
+    sigma = T.calibrate_noise(0.01, 0.1, mechanism="dpsgd", sample_rate=1.0, steps=4)
+    assert T.advantage_bound(DPSGD(sigma, 1.0, 4), 0.01) <= 0.1
+    assert T.advantage_bound(DPSGD(sigma * (1 - 1e-3), 1.0, 4), 0.01) > 0.1
