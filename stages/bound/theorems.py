@@ -240,20 +240,6 @@ class _OneRun:
         tail, d = self.at(eps)
         return 1.0 + 1e-3 * (max(0, tail.offset + 1 - v) + min(self.n * d, self.n)) / self.n
 
-    def lower_on_interval(self, a: float, b: float, v: int) -> float:
-        """A lower bound on B(v, eps) for all eps in [a, b].
-
-        T_eps(u) increases with eps and delta(eps) decreases, and the LP value increases in both
-        g = T(v - .) and m = n delta, so B(v, eps) >= LP(T_a, n delta(b)).
-        """
-        if v <= 0:
-            return 1.0
-        if v > self.n:
-            return 0.0
-        ta, _ = self.at(a)
-        _, db = self.at(b)
-        return _lp_value(ta, int(v), self.n * db)
-
     def smallest_passing(self, eps: float, t: float, hint: int | None = None) -> int:
         """The smallest v with B(v, eps) <= t (B is non-increasing in v).
 
@@ -320,8 +306,10 @@ def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7):
     Pr[successes >= v] <= min_{eps >= 0} Pr[sum_i Bern(beta_i(eps)) >= v] + alpha(eps, v) n delta(eps)
 
     with beta_i(eps) = beta(eps, p_i), p_i the prior success of the a-priori Bayes-optimal guess z*,
-    delta(eps) the profile, and alpha the LP-dual slope
-    alpha = max(0, max_{j in [n]} (Pr[S* >= v - j] - Pr[S* >= v]) / j).
+    delta(eps) the profile, and the delta term the optimum of the appendix's LP (max E[Pr[S* >= v - F]]
+    over F with E[F] <= n delta(eps)); that equals the paper's dual point
+    alpha = max(0, max_{j in [n]} (Pr[S* >= v - j] - Pr[S* >= v]) / j) while n delta(eps) is below the
+    tangent point, and is smaller beyond it (see _lp_value).
     The outer minimum is found by a grid and Brent's method to ``rtol`` relative; the value
     returned is attained at the returned eps (it is a valid bound, never an interpolation).
     """
@@ -439,8 +427,8 @@ def count_bound(profile, p, confidence=0.95):
     """The smallest c with tail_bound(profile, p, c + 1) <= 1 - confidence, for each confidence.
 
     "With probability >= confidence, the attack succeeds on at most c of the n targets." Every
-    count returned is certified by an eps at which the one-run bound is <= 1 - confidence; that
-    no smaller count holds is checked by a branch-and-bound over eps with interval lower bounds.
+    count returned is certified by an eps at which the one-run bound is <= 1 - confidence; the
+    search over eps (see _count_search) is as fine as tail_bound's, so c agrees with the definition.
     """
     profile = _profile(profile)
     q = _priors(p)

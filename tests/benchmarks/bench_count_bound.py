@@ -84,7 +84,7 @@ def main() -> None:
                 t_base = t0b * (n / n0) ** 2
                 base_txt = f"{t_base:.3g} s (est.)"
                 agree = "-"
-            rows.append((name, n, f"{t_ours:.2f} s", base_txt, f"{t_base / t_ours:.3g}x", list(ours), agree))
+            rows.append((name, n, f"{t_ours:.2f} s", base_txt, f"{t_base / t_ours:.3g}x", [int(x) for x in ours], agree))
             print(rows[-1], flush=True)
     print()
     print("| profile | n | count_bound (3 confidences) | straightforward | speed-up | counts (5%, 50%, 95%) | ours <= baseline |")
