@@ -13,6 +13,7 @@ add it (``PoissonBinomial.sf`` does): trimming never makes a bound smaller.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -137,14 +138,24 @@ def _convolve(a: PoissonBinomial, b: PoissonBinomial) -> PoissonBinomial:
 
 
 def _binomial(count: int, prob: float) -> PoissonBinomial:
-    """Binomial(count, prob) restricted to the window holding all but TRIM of its mass."""
-    lo = int(stats.binom.ppf(TRIM / 2, count, prob))
-    hi = int(stats.binom.isf(TRIM / 2, count, prob)) + 1
-    lo, hi = max(lo - 1, 0), min(hi + 1, count)
-    k = np.arange(lo, hi + 1)
-    pmf = stats.binom.pmf(k, count, prob)
-    trimmed = max(0.0, 1.0 - float(np.sum(pmf))) if (lo > 0 or hi < count) else 0.0
-    return PoissonBinomial(lo, pmf, count, min(trimmed, TRIM))
+    """Binomial(count, prob) restricted to the window holding all but ~TRIM of its mass.
+
+    The window comes from scipy's quantiles; the mass outside it is measured (1 - sum) and
+    carried as ``trimmed``, and if the quantiles were off (more than 1e-12 outside) the whole
+    support is used instead.
+    """
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # scipy's quantile search may not bracket
+        lo = stats.binom.ppf(TRIM / 2, count, prob)
+        hi = stats.binom.isf(TRIM / 2, count, prob)
+    if np.isfinite(lo) and np.isfinite(hi):
+        lo, hi = max(int(lo) - 1, 0), min(int(hi) + 2, count)
+        k = np.arange(lo, hi + 1)
+        pmf = stats.binom.pmf(k, count, prob)
+        trimmed = max(0.0, 1.0 - float(np.sum(pmf))) if (lo > 0 or hi < count) else 0.0
+        if trimmed <= 1e-12:
+            return PoissonBinomial(lo, pmf, count, trimmed)
+    return PoissonBinomial(0, stats.binom.pmf(np.arange(count + 1), count, prob), count, 0.0)
 
 
 def distribution(beta) -> PoissonBinomial:
