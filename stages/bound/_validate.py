@@ -28,7 +28,8 @@ def _bad_entry(arr: np.ndarray, bad: np.ndarray):
     idx = int(flat[0])
     if arr.ndim == 0:
         return repr(float(arr))
-    return f"{float(np.ravel(arr)[idx])!r} at index {np.unravel_index(idx, arr.shape)}"
+    where = tuple(int(i) for i in np.unravel_index(idx, arr.shape))
+    return f"{float(np.ravel(arr)[idx])!r} at index {where[0] if len(where) == 1 else where}"
 
 
 def probability(name: str, value, *, open_low: bool = False, open_high: bool = False) -> np.ndarray:

@@ -26,7 +26,7 @@ def validate_probabilities(probabilities, name: str = "probabilities") -> np.nda
     if bad.size:
         i = int(bad[0])
         raise ValueError(
-            f"{name} row {i} must sum to 1 (within {_ROW_SUM_TOLERANCE:g}), got {sums[i]!r}; normalise each target's distribution."
+            f"{name} row {i} must sum to 1 (within {_ROW_SUM_TOLERANCE:g}), got {float(sums[i])!r}; normalise each target's distribution."
         )
     return arr
 
