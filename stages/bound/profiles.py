@@ -19,6 +19,7 @@ profile and optimise over eps, so each class below gives the *tightest* profile 
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from functools import cached_property
 
 import numpy as np
@@ -27,8 +28,8 @@ from scipy import optimize, special, stats
 from . import _validate
 
 
-class PrivacyProfile:
-    """A mechanism's privacy profile. Subclasses implement ``_delta`` on a float array."""
+class PrivacyProfile(ABC):
+    """A mechanism's privacy profile. Subclasses implement ``_delta`` on a float array and ``params``."""
 
     #: Largest eps worth considering: beyond it delta(eps) no longer decreases (inf if it always does).
     max_useful_epsilon: float = math.inf
@@ -37,9 +38,9 @@ class PrivacyProfile:
     def name(self) -> str:
         return type(self).__name__
 
+    @abstractmethod
     def params(self) -> dict:
         """The parameters that define the profile, JSON-able, with key ``profile``."""
-        raise NotImplementedError
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params().items() if k != "profile")
@@ -51,8 +52,9 @@ class PrivacyProfile:
     def __hash__(self) -> int:
         return hash(tuple(sorted(self.params().items())))
 
+    @abstractmethod
     def _delta(self, eps: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """delta at each entry of a 1-d float array of eps >= 0."""
 
     def delta(self, eps):
         """delta(eps) for eps >= 0 (scalar or array, vectorised)."""
