@@ -16,6 +16,7 @@ the `ExperimentReport` callback concatenates the jobs' tables into `<sweep dir>/
 from __future__ import annotations
 
 import copy
+from abc import ABC, abstractmethod
 import csv
 import importlib
 import json
@@ -134,7 +135,7 @@ def _groups(rows: list[dict], key: str) -> dict[Any, list[dict]]:
 # ---------------------------------------------------------------------------------------------
 # The tasks
 # ---------------------------------------------------------------------------------------------
-class Task:
+class Task(ABC):
     """An experiment: `run` computes the rows of its table; `plot` draws them."""
 
     name = "task"
@@ -144,13 +145,14 @@ class Task:
     #: Whether the task plays games (its jobs carry the game's metrics too).
     plays_games = False
 
+    @abstractmethod
     def run(self, cfg: DictConfig, output_dir: Path, cache, logger) -> dict:
         """The job's numbers: {"table": rows, "headline": {...}, ...} (written to metrics.json)."""
-        raise NotImplementedError
 
     @staticmethod
+    @abstractmethod
     def plot(rows: list[dict], path) -> Path:
-        raise NotImplementedError
+        """Draw the table's figure at path and return it."""
 
 
 class CompareBounds(Task):

@@ -9,6 +9,8 @@ Bayes-optimal attack on a posterior.
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 
 from stages.bound import _validate
@@ -38,14 +40,14 @@ def _check_weights(weights) -> np.ndarray:
     return w
 
 
-class Metric:
+class Metric(ABC):
     """A decomposable 0/1 success metric over ordinal candidates 0..m-1 with k guesses per target."""
 
     name = "metric"
 
+    @abstractmethod
     def hit(self, values: np.ndarray, z: np.ndarray) -> np.ndarray:
         """l_i(values, z_i) for values of shape (n, c) against guesses z (n, k): bool (n, c)."""
-        raise NotImplementedError
 
     def score(self, X, z) -> np.ndarray:
         """Per-target success l_i(X_i, z_i) as an int array (n,) of 0/1; summing it gives L(X, z)."""
@@ -66,9 +68,9 @@ class Metric:
         p = np.where(self.covered(g, w.shape[1]), w, 0.0).sum(axis=1)
         return np.clip(p, 0.0, 1.0)
 
+    @abstractmethod
     def best_guess(self, probabilities, k: int = 1) -> np.ndarray:
         """The k guesses per row that maximise success_probability under probabilities (n, m)."""
-        raise NotImplementedError
 
     def params(self) -> dict:
         return {"metric": self.name}

@@ -22,7 +22,7 @@ import numpy as np
 from scipy import optimize, special
 
 from . import _validate
-from .profiles import DPSGD, ApproxDP, ComposedGaussian, GaussianDP, PrivacyProfile, PureDP
+from .profiles import DPSGD, ApproxDP, ComposedGaussian, PrivacyProfile
 from .tails import PoissonBinomial, distribution_grouped
 
 #: Beyond this eps every beta with p >= 1e-80 is 1 to machine precision: no need to search further.
@@ -59,10 +59,6 @@ def _priors(p) -> np.ndarray:
     return arr
 
 
-def _successes(v, n: int) -> int:
-    return _validate.integer("v", v)
-
-
 def _profile(profile) -> PrivacyProfile:
     if not isinstance(profile, PrivacyProfile):
         raise ValueError(
@@ -81,7 +77,7 @@ def pure_dp_tail(eps, p, v) -> float:
     """
     e = float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))
     q = _priors(p)
-    v = _successes(v, len(q))
+    v = _validate.integer("v", v)
     values, counts = np.unique(q, return_counts=True)
     return float(_Tail(distribution_grouped(_beta_unchecked(e, values), counts))(np.array([v]))[0])
 
@@ -295,7 +291,7 @@ def tail_bound_at(profile, p, v, eps) -> float:
     """The one-run bound at a fixed eps: Pr[S* >= v] + alpha n delta(eps) (no minimisation)."""
     profile = _profile(profile)
     q = _priors(p)
-    v = _successes(v, len(q))
+    v = _validate.integer("v", v)
     e = float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))
     return float(_OneRun(profile, q).objective(e, v))
 
@@ -315,7 +311,7 @@ def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7):
     """
     profile = _profile(profile)
     q = _priors(p)
-    v = _successes(v, len(q))
+    v = _validate.integer("v", v)
     n = len(q)
     if v <= 0:
         return (1.0, 0.0) if return_eps else 1.0
@@ -494,7 +490,7 @@ def expected_tail(profile, p_runs, v, *, eps=None):
     profile = _profile(profile)
     runs = _runs(p_runs)
     n = runs.shape[1]
-    v = _successes(v, n)
+    v = _validate.integer("v", v)
     if v <= 0:
         return 1.0, 0.0
     if v > n:
