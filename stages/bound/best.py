@@ -4,7 +4,7 @@
 it compares count bounds (the smallest c with Pr[#attacked >= c + 1] <= 1 - confidence, as in
 ``theorems.count_bound``: at most c attacked with that confidence) over the n
 targets of ``p``, where only ours and the one-run comparators (MMC, Steinke) give counts. A
-comparator enters only where its paper's preconditions hold (see ``stages.bound.comparators``);
+comparator enters only where its paper's preconditions hold (see ``stages.bound.prior_work``);
 the others are listed in ``not_applicable`` with the reason, never as numbers.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize, special
 
-from . import _validate, comparators, theorems
+from . import _validate, prior_work, theorems
 
 __all__ = ["BestBound", "best_bound", "SOURCES"]
 
@@ -118,7 +118,7 @@ def _min_over_epsilon(profile, bound_at, top: float) -> float:
     j = int(np.argmin(values))
     best = float(values[j])
     lo, hi = grid[max(j - 1, 0)], grid[min(j + 1, len(grid) - 1)]
-    if hi > lo and comparators._cheap_delta(profile):  # scalar refinement only where delta is a closed form
+    if hi > lo and prior_work._cheap_delta(profile):  # scalar refinement only where delta is a closed form
         res = optimize.minimize_scalar(
             lambda e: float(np.asarray(bound_at(np.array([e]), np.atleast_1d(profile.delta_upper(e))))[0]),
             bounds=(lo, hi),
@@ -144,10 +144,10 @@ def _probability_bounds(profile, p: float) -> tuple[dict, dict]:
     values: dict = {}
     skipped: dict = {}
     values["ours"] = float(theorems.success_bound(profile, p))
-    values["kgk"] = float(comparators.kgk_bound(profile, p))
+    values["kgk"] = float(prior_work.kgk_bound(profile, p))
 
     if _is_reciprocal(p):
-        values["mmc"] = float(comparators.mmc_bound(profile, p))
+        values["mmc"] = float(prior_work.mmc_bound(profile, p))
     else:
         skipped["mmc"] = f"applies only to uniform priors p = 1/k (k >= 2 candidates), got p = {p!r}"
 
@@ -164,12 +164,12 @@ def _probability_bounds(profile, p: float) -> tuple[dict, dict]:
         skipped["rero"] = why
         skipped["stock"] = why
     else:
-        values["rero"] = float(comparators.rero_bound(p, **renyi))
+        values["rero"] = float(prior_work.rero_bound(p, **renyi))
         if "eps" in renyi:  # eps-DP is (alpha, eps)-RDP for every alpha
             orders = _RDP_ORDERS
-            values["stock"] = float(comparators.stock_bound(p, rdp=(orders, np.full(orders.shape, renyi["eps"]))))
+            values["stock"] = float(prior_work.stock_bound(p, rdp=(orders, np.full(orders.shape, renyi["eps"]))))
         else:
-            values["stock"] = float(comparators.stock_bound(p, **renyi))
+            values["stock"] = float(prior_work.stock_bound(p, **renyi))
 
     top = max(0.0, math.log(1.0 / p)) + 1.0 if p > 0 else 60.0  # beyond log(1/p), e^eps p > 1
     values["narcissus"] = _min_over_epsilon(
@@ -179,7 +179,7 @@ def _probability_bounds(profile, p: float) -> tuple[dict, dict]:
     kind, params = _kind(profile)
     if kind == "DPSGD" and params.get("sample_rate") == 1.0 and params.get("neighboring") == "replace_one" and _is_reciprocal(p):
         values["cherubin"] = float(
-            comparators.cherubin_bound(profile.noise_multiplier, profile.sample_rate, profile.steps, p)
+            prior_work.cherubin_bound(profile.noise_multiplier, profile.sample_rate, profile.steps, p)
         )
     elif kind != "DPSGD":
         skipped["cherubin"] = f"a closed form for DP-SGD only, got a {kind} profile"
@@ -204,12 +204,12 @@ def _count_bounds(profile, p: np.ndarray, confidence: float) -> tuple[dict, dict
                      for name in ("kgk", "rero", "narcissus", "cherubin", "stock")}
     guessed = p[p > 0]
     try:
-        comparators.uniform_candidates(p, bound="mmc")
+        prior_work.uniform_candidates(p, bound="mmc")
         uniform = guessed.size > 0
     except ValueError:
         uniform = False
     if uniform:
-        values["mmc"] = int(comparators.mmc_bound(profile, p, confidence=confidence))
+        values["mmc"] = int(prior_work.mmc_bound(profile, p, confidence=confidence))
     else:
         skipped["mmc"] = "applies only to uniform priors: every p_i must be 1/k for one k >= 2 (or 0, an abstention)"
     if uniform and _is_reciprocal(float(guessed[0]), allowed=(2,)):
@@ -228,7 +228,7 @@ def _steinke_count(profile, p: np.ndarray, confidence: float) -> int:
     for e, d in zip(grid, deltas):
         if d >= 1.0:
             continue
-        v = int(comparators.steinke_bound(float(e), float(d), p, confidence=confidence))
+        v = int(prior_work.steinke_bound(float(e), float(d), p, confidence=confidence))
         best = v if best is None else min(best, v)
     return int(np.count_nonzero(p)) if best is None else best
 

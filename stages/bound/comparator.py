@@ -1,4 +1,4 @@
-"""Bound box `comparator`: a prior-work bound (stages.bound.comparators) as a count bound in our game.
+"""Bound box `comparator`: a prior-work bound (stages.bound.prior_work) as a count bound in our game.
 
 Every comparator is fed p* (the prior success of the a-priori guess z*, with as many guesses per
 target as the attack makes) and the mechanism's privacy profile, translated into the privacy
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from stages.bound import comparators
-from stages.bound.one_run import as_confidences, count_dict, guesses_per_trial
+from stages.bound import prior_work
+from stages.bound.box import as_confidences, count_dict, guesses_per_trial
 from stages.bound.profiles import DPSGD, ApproxDP, GaussianDP, PureDP
 
 __all__ = ["ComparatorBound", "COMPARATORS"]
@@ -59,17 +59,17 @@ def _renyi(profile, name: str) -> dict:
 def _success_bounds(name: str, profile, p: np.ndarray) -> np.ndarray:
     """Per-target success probability bounds s_i of a one-target comparator."""
     if name == "kgk":
-        return np.asarray(comparators.kgk_bound(profile, p), dtype=float)
+        return np.asarray(prior_work.kgk_bound(profile, p), dtype=float)
     if name in ("rero", "stock"):
-        function = comparators.rero_bound if name == "rero" else comparators.stock_bound
+        function = prior_work.rero_bound if name == "rero" else prior_work.stock_bound
         return np.asarray(function(p, **_renyi(profile, name)), dtype=float)
     if name == "narcissus":
-        return np.min([np.asarray(comparators.narcissus_bound(e, d, p)) for e, d in _eps_delta_pairs(profile)], axis=0)
+        return np.min([np.asarray(prior_work.narcissus_bound(e, d, p)) for e, d in _eps_delta_pairs(profile)], axis=0)
     if name == "cherubin":
         if not isinstance(profile, DPSGD):
             raise ValueError(f"comparator cherubin needs a DP-SGD mechanism, got profile {profile!r}; pick another comparator.")
         return np.asarray(
-            comparators.cherubin_bound(profile.noise_multiplier, profile.sample_rate, profile.steps, p), dtype=float
+            prior_work.cherubin_bound(profile.noise_multiplier, profile.sample_rate, profile.steps, p), dtype=float
         )
     raise AssertionError(name)
 
@@ -118,11 +118,11 @@ class ComparatorBound:
         p_star = np.asarray(prior.success_probability(prior.a_priori_guess(metric, k), metric), dtype=float)
         n = p_star.size
         if self.comparator == "mmc":
-            counts = _count_from_tail(lambda v: comparators.mmc_tail_bound(profile, p_star, v), n, levels)
+            counts = _count_from_tail(lambda v: prior_work.mmc_tail_bound(profile, p_star, v), n, levels)
         elif self.comparator == "steinke":
             pairs = _eps_delta_pairs(profile)
             counts = np.min(
-                [_count_from_tail(lambda v: comparators.steinke_tail_bound(e, d, p_star, v), n, levels) for e, d in pairs],
+                [_count_from_tail(lambda v: prior_work.steinke_tail_bound(e, d, p_star, v), n, levels) for e, d in pairs],
                 axis=0,
             )
         else:

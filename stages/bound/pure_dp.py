@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stages.bound.one_run import as_confidences, count_dict, guesses_per_trial
+from stages.bound.box import as_confidences, count_dict, guesses_per_trial
 from stages.bound.profiles import ApproxDP
 from stages.bound.theorems import pure_dp_count_bound
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stages.bound import comparators as C
+from stages.bound import prior_work as C
 from stages.bound import theorems
 from stages.bound.best import SOURCES, BestBound, _renyi, best_bound
 from stages.bound.profiles import DPSGD, ApproxDP, ComposedGaussian, GaussianDP, PureDP

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from stages.attack.bayes_optimal import BayesOptimalAttack
-from stages.bound import comparators
+from stages.bound import prior_work
 from stages.bound.comparator import COMPARATORS, ComparatorBound
 from stages.bound.expected import ExpectedBound
 from stages.bound.one_run import OneRunBound
@@ -102,14 +102,14 @@ def test_comparator_count_and_markov_bounds():
     profile = GaussianDP(1.0)
     p_star = np.full(20, 0.1)
     mmc = ComparatorBound("mmc").compute(profile, prior, Exact(), z, LEVELS)
-    tails = [comparators.mmc_tail_bound(profile, p_star, v) for v in range(1, 22)]
+    tails = [prior_work.mmc_tail_bound(profile, p_star, v) for v in range(1, 22)]
     assert mmc == {c: next(v for v in range(21) if tails[v] <= 1 - c) for c in LEVELS}
     kgk = ComparatorBound("kgk").compute(profile, prior, Exact(), z, LEVELS)
-    total = float(np.sum(comparators.kgk_bound(profile, p_star)))
+    total = float(np.sum(prior_work.kgk_bound(profile, p_star)))
     assert kgk == {c: min(math.ceil(total / (1 - c)) - 1, 20) for c in LEVELS}  # capped at n
     # One target: the Markov count is "success <= s": at most 0 successes when s <= 1 - confidence.
     one = UniformPrior(n_targets=1, domain_size=1000)
-    s = comparators.narcissus_bound(0.5, 0.0, 1e-3)
+    s = prior_work.narcissus_bound(0.5, 0.0, 1e-3)
     assert ComparatorBound("narcissus").compute(PureDP(0.5), one, Exact(), np.zeros((1, 1), int), 0.95) == {
         0.95: 0 if s <= 0.05 else 1
     }

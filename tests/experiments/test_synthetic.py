@@ -14,6 +14,7 @@ import pytest
 
 import pipeline
 from pipeline import experiments
+from pipeline.experiments import synthetic
 from pipeline.game import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -153,7 +154,7 @@ def test_rr_closed_form_against_enumeration():
     keep = math.exp(eps) / (math.exp(eps) + 2)
     like = lambda a, b: keep if a == b else (1 - keep) / 2  # noqa: E731
     attack = sum(max(like(a, b) * d[0, b] for b in range(3)) for a in range(3))
-    got, bound = experiments.RRTightness.closed_forms(d, eps)
+    got, bound = synthetic.RRTightness.closed_forms(d, eps)
     assert got == pytest.approx(attack, rel=1e-12)
     assert bound >= got
 

@@ -1,11 +1,4 @@
-"""The paper's experiments as Hydra tasks: each job computes a table and a figure (conf/experiment/<name>.yaml).
-
-An experiment config sets `task`, whose `_target_` is one of the classes below and whose keys are
-exactly its constructor's arguments (as for the boxes). `python -m pipeline experiment=<name>` runs
-the task as one job; the job writes `metrics.json` (with the task's rows under "table"),
-`<name>.csv` and `figures/<name>.png`. A `-m` sweep runs one job per combination and, at its end,
-the `ExperimentReport` callback concatenates the jobs' tables into `<sweep dir>/<name>.csv` and
-`<sweep dir>/figures/<name>.png` (the same as `python -m pipeline.report <sweep dir>`).
+"""The paper's synthetic experiments: bound comparison, advantage by prior, eps_protect, the idealized Gaussian game, RR tightness, Zipf calibration.
 
 * analytic (no game): `CompareBounds`, `AdvantageByPrior`, `EpsProtect`, `ZipfCalibration`;
   priors over huge domains are given as laws (`{law: uniform | zipf, domain_size, exponent}`),
@@ -16,143 +9,19 @@ the `ExperimentReport` callback concatenates the jobs' tables into `<sweep dir>/
 from __future__ import annotations
 
 import copy
-from abc import ABC, abstractmethod
-import csv
-import importlib
-import json
-import logging
 import math
-import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from pipeline.io import save_figure_atomic, write_json_atomic
+from pipeline.experiments.common import (
+    CANARIES, Task, canary_probability, finish, grid, group_rows, laws, mean_interval, panel, subplots,
+)
+from pipeline.io import save_figure_atomic
 
-__all__ = [
-    "CompareBounds", "AdvantageByPrior", "EpsProtect", "IdealizedGaussian", "RRTightness", "ZipfCalibration",
-    "canary_probability", "run_task", "write_report", "has_experiment_jobs", "table_columns", "ExperimentReport",
-]
-
-log = logging.getLogger(__name__)
-
-CANARIES = ("min", "median", "max", "typical")
-
-
-# ---------------------------------------------------------------------------------------------
-# Small helpers
-# ---------------------------------------------------------------------------------------------
-def _grid(name: str, low: float, high: float, points: int, extra: Sequence[float] = ()) -> np.ndarray:
-    """A log grid low..high with `points` points plus the `extra` values, sorted, 12 significant digits."""
-    if not (0 < float(low) <= float(high)) or int(points) < 1:
-        raise ValueError(f"{name} must satisfy 0 < low <= high and points >= 1, got low={low}, high={high}, points={points}.")
-    values = np.geomspace(float(low), float(high), int(points)) if int(points) > 1 else np.array([float(low)])
-    values = np.concatenate([values, np.asarray(list(extra), dtype=float)])
-    return np.unique(np.asarray([float(f"{v:.12g}") for v in values]))
-
-
-def _mean_interval(samples, level: float = 0.95) -> tuple[float, float, float]:
-    """(mean, low, high): Student-t interval for the mean of i.i.d. samples (one trial = one sample)."""
-    from scipy import stats
-
-    x = np.asarray(samples, dtype=float)
-    mean = float(np.mean(x))
-    if x.size < 2:
-        return mean, math.nan, math.nan
-    half = float(stats.t.ppf(0.5 + level / 2.0, x.size - 1) * np.std(x, ddof=1) / math.sqrt(x.size))
-    return mean, mean - half, mean + half
-
-
-def canary_probability(law: Mapping, canary: str) -> float:
-    """Prior probability of one canary of a law {law: uniform | zipf, domain_size: N, exponent: s}.
-
-    canary: `max` (the most probable secret), `min` (the least), `median` (the median over the N
-    secrets: rank ceil(N/2)), `typical` (the median prior probability of a secret drawn from the
-    law: the smallest rank holding half the mass).
-    """
-    from stages.prior.zipf import zipf_median_rank, zipf_rank_probability
-
-    kind = law.get("law")
-    n = int(law.get("domain_size", 0))
-    if n < 1:
-        raise ValueError(f"domain_size must be an integer >= 1, got {law.get('domain_size')!r}.")
-    if canary not in CANARIES:
-        raise ValueError(f"canaries must be among {list(CANARIES)}, got {canary!r}.")
-    if kind == "uniform":
-        return 1.0 / n
-    if kind == "zipf":
-        s = law.get("exponent")
-        rank = {"max": 1, "min": n, "median": (n + 1) // 2}.get(canary) or zipf_median_rank(n, s)
-        return float(zipf_rank_probability(rank, n, s))
-    raise ValueError(f"law must be 'uniform' or 'zipf', got {kind!r}; e.g. {{law: zipf, domain_size: 1000000000, exponent: 1.84}}.")
-
-
-def _laws(priors: Mapping) -> dict[str, dict]:
-    laws = {str(name): dict(spec) for name, spec in dict(priors).items()}
-    if not laws:
-        raise ValueError("priors must name at least one law, got none.")
-    for name, law in laws.items():
-        canary_probability(law, "max")  # validates the law now, before any work
-    return laws
-
-
-def _subplots(panels: int, width: float = 4.4, height: float = 3.6, **kwargs):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, max(1, panels), figsize=(width * max(1, panels), height), squeeze=False, **kwargs)
-    return fig, axes[0]
-
-
-def _panel(ax, xlabel: str, title: str, log_x: bool = True) -> None:
-    if log_x:
-        ax.set_xscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_title(title, fontsize=9)
-    ax.grid(alpha=0.3)
-
-
-def _finish(fig, axes, ylabel: str, path, legend: bool = True) -> Path:
-    """Label the first panel, put the legend on the last, save the figure atomically."""
-    axes[0].set_ylabel(ylabel)
-    if legend:
-        axes[-1].legend(fontsize=7)
-    fig.tight_layout()
-    return save_figure_atomic(fig, path)
-
-
-def _groups(rows: list[dict], key: str) -> dict[Any, list[dict]]:
-    out: dict[Any, list[dict]] = {}
-    for row in rows:
-        out.setdefault(row[key], []).append(row)
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# The tasks
-# ---------------------------------------------------------------------------------------------
-class Task(ABC):
-    """An experiment: `run` computes the rows of its table; `plot` draws them."""
-
-    name = "task"
-    columns: tuple[str, ...] = ()
-    #: Sweep overrides already shown by a column (not repeated as extra columns in a sweep's table).
-    represented: tuple[str, ...] = ()
-    #: Whether the task plays games (its jobs carry the game's metrics too).
-    plays_games = False
-
-    @abstractmethod
-    def run(self, cfg: DictConfig, output_dir: Path, cache, logger) -> dict:
-        """The job's numbers: {"table": rows, "headline": {...}, ...} (written to metrics.json)."""
-
-    @staticmethod
-    @abstractmethod
-    def plot(rows: list[dict], path) -> Path:
-        """Draw the table's figure at path and return it."""
+__all__ = ["CompareBounds", "AdvantageByPrior", "EpsProtect", "IdealizedGaussian", "RRTightness", "ZipfCalibration"]
 
 
 class CompareBounds(Task):
@@ -171,7 +40,7 @@ class CompareBounds(Task):
             raise ValueError(f"prior_high must be in (0, 1), got {prior_high!r}.")
         # MMC applies only at p = 1/m: add such priors (m on a log grid from 2 to 1/prior_low).
         ms = np.unique(np.round(np.geomspace(2, 1.0 / float(prior_low), int(reciprocal_points)))) if reciprocal_points else []
-        self.priors = _grid("prior", prior_low, prior_high, prior_points)
+        self.priors = grid("prior", prior_low, prior_high, prior_points)
         self.priors = np.unique(np.concatenate([self.priors, [1.0 / m for m in ms if prior_low <= 1.0 / m <= prior_high]]))
 
     def run(self, cfg, output_dir, cache, logger) -> dict:
@@ -195,8 +64,8 @@ class CompareBounds(Task):
 
     @staticmethod
     def plot(rows, path) -> Path:
-        by_mu = _groups(rows, "mu")
-        fig, axes = _subplots(len(by_mu), sharey=True)
+        by_mu = group_rows(rows, "mu")
+        fig, axes = subplots(len(by_mu), sharey=True)
         for ax, (mu, members) in zip(axes, sorted(by_mu.items(), key=lambda kv: float(kv[0]))):
             members = sorted(members, key=lambda r: float(r["prior"]))
             p = [float(r["prior"]) for r in members]
@@ -207,8 +76,8 @@ class CompareBounds(Task):
             if mmc:
                 ax.plot(*zip(*mmc), "x", markersize=4, label="MMC (p = 1/m)")
             ax.plot(p, [float(r["best"]) for r in members], ":", color="k", label="best valid")
-            _panel(ax, "prior success probability p", f"mu = {float(mu):g}")
-        return _finish(fig, axes, "bound on success probability", path)
+            panel(ax, "prior success probability p", f"mu = {float(mu):g}")
+        return finish(fig, axes, "bound on success probability", path)
 
 
 class AdvantageByPrior(Task):
@@ -221,13 +90,13 @@ class AdvantageByPrior(Task):
                  eps_low: float = 0.1, eps_high: float = 100.0, eps_points: int = 31) -> None:
         from stages.bound import _validate
 
-        self.laws = _laws(priors)
+        self.laws = laws(priors)
         self.canaries = [str(c) for c in canaries]
         for c in self.canaries:
             if c not in CANARIES:
                 raise ValueError(f"canaries must be among {list(CANARIES)}, got {c!r}.")
         self.delta = _validate.delta("delta", delta)
-        self.eps = _grid("eps", eps_low, eps_high, eps_points, extra=[e for e in (1.0, 10.0) if eps_low <= e <= eps_high])
+        self.eps = grid("eps", eps_low, eps_high, eps_points, extra=[e for e in (1.0, 10.0) if eps_low <= e <= eps_high])
 
     def run(self, cfg, output_dir, cache, logger) -> dict:
         from stages.bound.profiles import ApproxDP
@@ -250,17 +119,17 @@ class AdvantageByPrior(Task):
 
     @staticmethod
     def plot(rows, path) -> Path:
-        by_prior = _groups(rows, "prior_name")
-        fig, axes = _subplots(len(by_prior), sharey=True)
+        by_prior = group_rows(rows, "prior_name")
+        fig, axes = subplots(len(by_prior), sharey=True)
         for ax, (prior_name, members) in zip(axes, by_prior.items()):
-            for canary, curve in _groups(members, "canary").items():
+            for canary, curve in group_rows(members, "canary").items():
                 curve = sorted(curve, key=lambda r: float(r["eps"]))
                 ax.plot([float(r["eps"]) for r in curve], [float(r["advantage"]) for r in curve], marker=".",
                         label=f"{canary} (p = {float(curve[0]['prior_probability']):.3g})")
             ax.axhline(0.05, color="k", linestyle=":", linewidth=0.8)
-            _panel(ax, "epsilon (delta fixed)", str(prior_name))
+            panel(ax, "epsilon (delta fixed)", str(prior_name))
             ax.legend(fontsize=7)
-        return _finish(fig, axes, "advantage bound", path, legend=False)
+        return finish(fig, axes, "advantage bound", path, legend=False)
 
 
 class EpsProtect(Task):
@@ -276,12 +145,12 @@ class EpsProtect(Task):
                  prior_high: float = 0.9, prior_points: int = 31) -> None:
         from stages.bound import _validate
 
-        self.laws = _laws(priors)
+        self.laws = laws(priors)
         self.threshold = float(_validate.probability("threshold", threshold, open_low=True, open_high=True))
         self.delta = _validate.delta("delta", delta)
         if not float(prior_high) < 1:
             raise ValueError(f"prior_high must be < 1, got {prior_high!r}.")
-        self.priors = _grid("prior", prior_low, prior_high, prior_points)
+        self.priors = grid("prior", prior_low, prior_high, prior_points)
 
     def run(self, cfg, output_dir, cache, logger) -> dict:
         from stages.bound.theorems import eps_protect
@@ -297,7 +166,7 @@ class EpsProtect(Task):
 
     @staticmethod
     def plot(rows, path) -> Path:
-        fig, (ax,) = _subplots(1, width=5.2)
+        fig, (ax,) = subplots(1, width=5.2)
         curve = sorted((r for r in rows if r["prior_name"] == "any"), key=lambda r: float(r["prior_probability"]))
         ax.plot([float(r["prior_probability"]) for r in curve], [float(r["eps_protect"]) for r in curve], "-",
                 color="k", label="eps_protect(p)")
@@ -334,7 +203,7 @@ class IdealizedGaussian(Task):
         if 0.95 not in [float(c) for c in cfg.confidences]:
             raise ConfigError(f"confidences must include 0.95 for {self.name} (column bound_95), got {list(cfg.confidences)}.")
         metrics = run_game(cfg, output_dir, cache=cache, logger=logger)
-        mean, low, high = _mean_interval(metrics["attack_successes"], self.ci_level)
+        mean, low, high = mean_interval(metrics["attack_successes"], self.ci_level)
         eps = cfg.mechanism.get("epsilon")
         row = {
             "prior_name": metrics["boxes"]["prior"],
@@ -347,8 +216,8 @@ class IdealizedGaussian(Task):
 
     @staticmethod
     def plot(rows, path) -> Path:
-        by_prior = _groups(rows, "prior_name")
-        fig, axes = _subplots(len(by_prior), sharey=True)
+        by_prior = group_rows(rows, "prior_name")
+        fig, axes = subplots(len(by_prior), sharey=True)
         for ax, (prior_name, members) in zip(axes, by_prior.items()):
             members = sorted(members, key=lambda r: float(r["eps"]))
             eps = [float(r["eps"]) for r in members]
@@ -358,8 +227,8 @@ class IdealizedGaussian(Task):
             ax.errorbar(eps, mean, yerr=[mean - low, high - mean], fmt="o-", capsize=3, label="Bayes-optimal attack (95% CI)")
             ax.plot(eps, [float(r["prior_mean"]) for r in members], "s--", label="prior baseline")
             ax.plot(eps, [float(r["bound_95"]) for r in members], "k-", label="one-run bound @ 0.95")
-            _panel(ax, "epsilon (delta = 1e-5)", str(prior_name), log_x=len(eps) > 1 and max(eps) / min(eps) > 8)
-        return _finish(fig, axes, "targets reconstructed", path)
+            panel(ax, "epsilon (delta = 1e-5)", str(prior_name), log_x=len(eps) > 1 and max(eps) / min(eps) > 8)
+        return finish(fig, axes, "targets reconstructed", path)
 
 
 class RRTightness(Task):
@@ -421,7 +290,7 @@ class RRTightness(Task):
                 metrics, played, boxes = compute_metrics(variant, cache)
                 attack_exact, bound_exact = self.closed_forms(boxes.prior.probabilities, eps)
                 per_trial_bound = np.sum(beta(eps, played["attack_prior_success"]), axis=1)
-                mean, low, high = _mean_interval(metrics["attack_successes"], self.ci_level)
+                mean, low, high = mean_interval(metrics["attack_successes"], self.ci_level)
                 ratio = float(np.max(boxes.prior.probabilities) / np.min(boxes.prior.probabilities))
                 rows.append({
                     "exponent": s, "eps": eps, "max_prior_ratio": ratio,
@@ -445,8 +314,8 @@ class RRTightness(Task):
     def plot(rows, path) -> Path:
         import matplotlib.ticker
 
-        fig, (left, right) = _subplots(2)
-        for s, members in sorted(_groups(rows, "exponent").items(), key=lambda kv: float(kv[0])):
+        fig, (left, right) = subplots(2)
+        for s, members in sorted(group_rows(rows, "exponent").items(), key=lambda kv: float(kv[0])):
             members = sorted(members, key=lambda r: float(r["eps"]))
             eps = [float(r["eps"]) for r in members]
             line, = left.plot(eps, [float(r["tightness"]) for r in members], "-", label=f"Zipf s = {float(s):g}")
@@ -537,7 +406,7 @@ class ZipfCalibration(Task):
 
     @staticmethod
     def plot(rows, path) -> Path:
-        fig, (ax,) = _subplots(1, width=6.0)
+        fig, (ax,) = subplots(1, width=6.0)
         labels = [f"{r['fit']}\nranks {r['first_rank']}-{r['last_rank']}" for r in rows]
         s = np.array([float(r["exponent"]) for r in rows])
         low = np.array([float(r["ci_low"]) if r["ci_low"] not in (None, "") else np.nan for r in rows])
@@ -549,166 +418,3 @@ class ZipfCalibration(Task):
         ax.grid(alpha=0.3)
         fig.tight_layout()
         return save_figure_atomic(fig, path)
-
-
-# ---------------------------------------------------------------------------------------------
-# Running a task as a job, and the report over job folders
-# ---------------------------------------------------------------------------------------------
-def _import(target: str):
-    module, _, name = target.rpartition(".")
-    return getattr(importlib.import_module(module), name)
-
-
-def build_task(cfg: DictConfig) -> Task:
-    """Instantiate cfg.task; a refused value raises the game's ConfigError naming task.<argument>."""
-    from hydra.utils import instantiate
-
-    from pipeline.game import ConfigError, _box_error
-
-    try:
-        task = instantiate(cfg.task, _convert_="all")
-    except Exception as exc:  # noqa: BLE001 - every construction failure is a config problem
-        raise _box_error("task", cfg, exc) from exc
-    if not isinstance(task, Task):
-        raise ConfigError(f"task._target_ must name a class of pipeline.experiments, got {cfg.task._target_!r}.")
-    return task
-
-
-def run_task(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping[str, str] | None = None,
-             run_name: str = "defaults", cache=None) -> dict:
-    """One experiment job: compute the task's table inside the logger's run, then write and log its outputs.
-
-    metrics.json gets {"experiment": {name, target}, "columns", "table", "headline"} (plus the game's
-    metrics for a game task); nothing is written before every number is computed.
-    """
-    from pipeline.cache import StageCache
-    from pipeline.game import BOX_GROUPS, ConfigError, build_logger
-    from pipeline.tracking import tracked
-
-    output_dir = Path(output_dir)
-    task = build_task(cfg)
-    choices = dict(choices or {})
-    tags = [f"experiment:{task.name}"]
-    if task.plays_games:
-        tags += [f"{group}:{choices[group]}" for group in BOX_GROUPS if choices.get(group)]
-    logger = build_logger(cfg)
-    cache = cache if cache is not None else StageCache(cfg.cache_dir)
-    with tracked(logger, config=OmegaConf.to_container(cfg, resolve=True), name=run_name, group=str(cfg.name),
-                 tags=tags, directory=output_dir):
-        try:
-            result = task.run(cfg, output_dir, cache, logger)
-        except ConfigError:
-            raise
-        except ValueError as exc:
-            raise ConfigError(str(exc).strip().splitlines()[0]) from exc
-        metrics = {**result, "experiment": {"name": task.name, "target": f"{type(task).__module__}.{type(task).__name__}"},
-                   "columns": list(task.columns)}
-        write_json_atomic(output_dir / "metrics.json", metrics)
-        table, figure, rows = write_report(output_dir)
-        logger.log_metrics({f"headline/{k}": v for k, v in metrics.get("headline", {}).items()}
-                           if not task.plays_games else {})
-        logger.log_figures({task.name: figure})
-        if hasattr(logger, "log_table"):
-            logger.log_table(task.name, table_columns(rows), rows)
-    log.info("%s: %d rows -> %s, %s", task.name, len(rows), table, figure)
-    return metrics
-
-
-def _experiment_jobs(root: Path) -> list[tuple[Path, dict]]:
-    paths = sorted((p for p in root.rglob("metrics.json") if ".submitit" not in p.parts),
-                   key=lambda p: [int(s) if s.isdigit() else s for s in p.parent.relative_to(root).parts])
-    jobs = []
-    for path in paths:
-        metrics = json.loads(path.read_text())
-        if isinstance(metrics.get("experiment"), Mapping):
-            jobs.append((path.parent, metrics))
-    return jobs
-
-
-def has_experiment_jobs(root: str | os.PathLike) -> bool:
-    """Whether some job under root (or root itself) was an experiment task."""
-    root = Path(root)
-    return root.is_dir() and bool(_experiment_jobs(root))
-
-
-def _overrides(job: Path) -> dict[str, str]:
-    path = job / ".hydra" / "overrides.yaml"
-    if not path.is_file():
-        return {}
-    out = {}
-    for item in OmegaConf.to_container(OmegaConf.load(path)) or []:
-        key, _, value = str(item).partition("=")
-        out[key.lstrip("+~")] = value
-    return out
-
-
-def table_columns(rows: list[dict]) -> list[str]:
-    columns: list[str] = []
-    for row in rows:
-        columns.extend(k for k in row if k not in columns)
-    return columns
-
-
-def write_report(root: str | os.PathLike) -> tuple[Path, Path, list[dict]]:
-    """Concatenate the experiment tables of the jobs under root into <root>/<name>.csv and figures/<name>.png.
-
-    Sweep overrides that vary between jobs and that no column already shows become extra columns.
-    Returns (csv path, figure path, rows).
-    """
-    root = Path(root)
-    jobs = _experiment_jobs(root)
-    if not jobs:
-        raise FileNotFoundError(f"no experiment metrics.json under {root}; did the experiment's jobs finish?")
-    names = {metrics["experiment"]["name"] for _, metrics in jobs}
-    if len(names) > 1:
-        raise ValueError(f"{root} holds jobs of several experiments ({sorted(names)}); report each folder separately.")
-    target = jobs[0][1]["experiment"]["target"]
-    task_class = _import(target)
-    overrides = [_overrides(job) for job, _ in jobs]
-    keys = sorted({k for o in overrides for k in o})
-    varying = [k for k in keys if len({o.get(k) for o in overrides}) > 1 and k not in task_class.represented]
-    rows = [{**row, **{k: o.get(k) for k in varying}} for (_, metrics), o in zip(jobs, overrides) for row in metrics["table"]]
-    columns = [*jobs[0][1].get("columns", task_class.columns), *varying]
-    name = task_class.name
-    path = root / f"{name}.csv"
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(tmp, path)
-    figure = task_class.plot(rows, root / "figures" / f"{name}.png")
-    return path, figure, rows
-
-
-try:  # Hydra's callback base class (hydra-core >= 1.1)
-    from hydra.experimental.callback import Callback as _Callback
-except ImportError:  # pragma: no cover
-    _Callback = object
-
-
-class ExperimentReport(_Callback):
-    """hydra.callbacks entry of every experiment: after a -m sweep, write the sweep's table and figure.
-
-    With logger=wandb the combined table and figure also go to a W&B run `report` in the sweep folder.
-    """
-
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        root = Path(config.hydra.sweep.dir)
-        try:
-            table, figure, rows = write_report(root)
-        except FileNotFoundError as exc:  # every job failed: nothing to report, the jobs said why
-            log.warning("%s", exc)
-            return
-        print(f"{len(rows)} rows -> {table}\nfigure -> {figure}")
-        if str(config.get("logger", {}).get("_target_", "")).endswith("WandbLogger"):
-            from pipeline.game import build_logger
-            from pipeline.tracking import tracked
-
-            logger = build_logger(config)
-            name = table.stem
-            with tracked(logger, config={"sweep_dir": str(root)}, name="report", group=str(config.name),
-                         tags=[f"experiment:{name}", "report"], directory=root):
-                logger.log_figures({name: figure})
-                if hasattr(logger, "log_table"):
-                    logger.log_table(name, table_columns(rows), rows)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, optimize, stats
 
-from stages.bound import comparators as C
+from stages.bound import prior_work as C
 from stages.bound.profiles import DPSGD, ApproxDP, GaussianDP, PureDP
 
 Phi, Phi_inv = stats.norm.cdf, stats.norm.ppf

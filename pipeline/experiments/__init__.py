@@ -1,0 +1,191 @@
+"""The paper's experiments as Hydra tasks: each job computes a table and a figure (conf/experiment/<name>.yaml).
+
+An experiment config sets `task`, whose `_target_` is a Task class of one of the family modules
+(`synthetic`; `tabular` and `llm` for the case studies) and whose keys are exactly its constructor's
+arguments (as for the boxes). `python -m pipeline experiment=<name>` runs the task as one job; the job
+writes `metrics.json` (with the task's rows under "table"), `<name>.csv` and `figures/<name>.png`. A
+`-m` sweep runs one job per combination and, at its end, the `ExperimentReport` callback concatenates
+the jobs' tables into `<sweep dir>/<name>.csv` and `<sweep dir>/figures/<name>.png` (the same as
+`python -m pipeline.report <sweep dir>`). Shared helpers live in `pipeline.experiments.common`.
+"""
+from __future__ import annotations
+
+import csv
+import importlib
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from omegaconf import DictConfig, OmegaConf
+
+from pipeline.experiments.common import Task, canary_probability
+from pipeline.io import write_json_atomic
+
+__all__ = [
+    "Task", "canary_probability", "build_task", "run_task", "write_report", "has_experiment_jobs", "table_columns",
+    "ExperimentReport",
+]
+
+log = logging.getLogger(__name__)
+
+
+def _import(target: str):
+    module, _, name = target.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def build_task(cfg: DictConfig) -> Task:
+    """Instantiate cfg.task; a refused value raises the game's ConfigError naming task.<argument>."""
+    from hydra.utils import instantiate
+
+    from pipeline.game import ConfigError, _box_error
+
+    try:
+        task = instantiate(cfg.task, _convert_="all")
+    except Exception as exc:  # noqa: BLE001 - every construction failure is a config problem
+        raise _box_error("task", cfg, exc) from exc
+    if not isinstance(task, Task):
+        raise ConfigError(f"task._target_ must name a Task class of pipeline.experiments.<family>, got {cfg.task._target_!r}.")
+    return task
+
+
+def run_task(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping[str, str] | None = None,
+             run_name: str = "defaults", cache=None) -> dict:
+    """One experiment job: compute the task's table inside the logger's run, then write and log its outputs.
+
+    metrics.json gets {"experiment": {name, target}, "columns", "table", "headline"} (plus the game's
+    metrics for a game task); nothing is written before every number is computed.
+    """
+    from pipeline.cache import StageCache
+    from pipeline.game import BOX_GROUPS, ConfigError, build_logger
+    from pipeline.tracking import tracked
+
+    output_dir = Path(output_dir)
+    task = build_task(cfg)
+    choices = dict(choices or {})
+    tags = [f"experiment:{task.name}"]
+    if task.plays_games:
+        tags += [f"{group}:{choices[group]}" for group in BOX_GROUPS if choices.get(group)]
+    logger = build_logger(cfg)
+    cache = cache if cache is not None else StageCache(cfg.cache_dir)
+    with tracked(logger, config=OmegaConf.to_container(cfg, resolve=True), name=run_name, group=str(cfg.name),
+                 tags=tags, directory=output_dir):
+        try:
+            result = task.run(cfg, output_dir, cache, logger)
+        except ConfigError:
+            raise
+        except ValueError as exc:
+            raise ConfigError(str(exc).strip().splitlines()[0]) from exc
+        metrics = {**result, "experiment": {"name": task.name, "target": f"{type(task).__module__}.{type(task).__name__}"},
+                   "columns": list(task.columns)}
+        write_json_atomic(output_dir / "metrics.json", metrics)
+        table, figure, rows = write_report(output_dir)
+        logger.log_metrics({f"headline/{k}": v for k, v in metrics.get("headline", {}).items()}
+                           if not task.plays_games else {})
+        logger.log_figures({task.name: figure})
+        if hasattr(logger, "log_table"):
+            logger.log_table(task.name, table_columns(rows), rows)
+    log.info("%s: %d rows -> %s, %s", task.name, len(rows), table, figure)
+    return metrics
+
+
+def _experiment_jobs(root: Path) -> list[tuple[Path, dict]]:
+    paths = sorted((p for p in root.rglob("metrics.json") if ".submitit" not in p.parts),
+                   key=lambda p: [int(s) if s.isdigit() else s for s in p.parent.relative_to(root).parts])
+    jobs = []
+    for path in paths:
+        metrics = json.loads(path.read_text())
+        if isinstance(metrics.get("experiment"), Mapping):
+            jobs.append((path.parent, metrics))
+    return jobs
+
+
+def has_experiment_jobs(root: str | os.PathLike) -> bool:
+    """Whether some job under root (or root itself) was an experiment task."""
+    root = Path(root)
+    return root.is_dir() and bool(_experiment_jobs(root))
+
+
+def _overrides(job: Path) -> dict[str, str]:
+    path = job / ".hydra" / "overrides.yaml"
+    if not path.is_file():
+        return {}
+    out = {}
+    for item in OmegaConf.to_container(OmegaConf.load(path)) or []:
+        key, _, value = str(item).partition("=")
+        out[key.lstrip("+~")] = value
+    return out
+
+
+def table_columns(rows: list[dict]) -> list[str]:
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(k for k in row if k not in columns)
+    return columns
+
+
+def write_report(root: str | os.PathLike) -> tuple[Path, Path, list[dict]]:
+    """Concatenate the experiment tables of the jobs under root into <root>/<name>.csv and figures/<name>.png.
+
+    Sweep overrides that vary between jobs and that no column already shows become extra columns.
+    Returns (csv path, figure path, rows).
+    """
+    root = Path(root)
+    jobs = _experiment_jobs(root)
+    if not jobs:
+        raise FileNotFoundError(f"no experiment metrics.json under {root}; did the experiment's jobs finish?")
+    names = {metrics["experiment"]["name"] for _, metrics in jobs}
+    if len(names) > 1:
+        raise ValueError(f"{root} holds jobs of several experiments ({sorted(names)}); report each folder separately.")
+    target = jobs[0][1]["experiment"]["target"]
+    task_class = _import(target)
+    overrides = [_overrides(job) for job, _ in jobs]
+    keys = sorted({k for o in overrides for k in o})
+    varying = [k for k in keys if len({o.get(k) for o in overrides}) > 1 and k not in task_class.represented]
+    rows = [{**row, **{k: o.get(k) for k in varying}} for (_, metrics), o in zip(jobs, overrides) for row in metrics["table"]]
+    columns = [*jobs[0][1].get("columns", task_class.columns), *varying]
+    name = task_class.name
+    path = root / f"{name}.csv"
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(tmp, path)
+    figure = task_class.plot(rows, root / "figures" / f"{name}.png")
+    return path, figure, rows
+
+
+try:  # Hydra's callback base class (hydra-core >= 1.1)
+    from hydra.experimental.callback import Callback as _Callback
+except ImportError:  # pragma: no cover
+    _Callback = object
+
+
+class ExperimentReport(_Callback):
+    """hydra.callbacks entry of every experiment: after a -m sweep, write the sweep's table and figure.
+
+    With logger=wandb the combined table and figure also go to a W&B run `report` in the sweep folder.
+    """
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        root = Path(config.hydra.sweep.dir)
+        try:
+            table, figure, rows = write_report(root)
+        except FileNotFoundError as exc:  # every job failed: nothing to report, the jobs said why
+            log.warning("%s", exc)
+            return
+        print(f"{len(rows)} rows -> {table}\nfigure -> {figure}")
+        if str(config.get("logger", {}).get("_target_", "")).endswith("WandbLogger"):
+            from pipeline.game import build_logger
+            from pipeline.tracking import tracked
+
+            logger = build_logger(config)
+            name = table.stem
+            with tracked(logger, config={"sweep_dir": str(root)}, name="report", group=str(config.name),
+                         tags=[f"experiment:{name}", "report"], directory=root):
+                logger.log_figures({name: figure})
+                if hasattr(logger, "log_table"):
+                    logger.log_table(name, table_columns(rows), rows)
