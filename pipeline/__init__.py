@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 
 from omegaconf import OmegaConf
 
@@ -15,8 +16,17 @@ def _original_cwd() -> str:
     return os.getcwd()
 
 
+def _unique() -> str:
+    """A short random suffix for job and sweep folders, so two runs started in the same instant never share one."""
+    return secrets.token_hex(3)
+
+
 # conf/config.yaml uses ${original_cwd:} so that paths resolve the same under `compose` (tests).
 if not OmegaConf.has_resolver("original_cwd"):
     OmegaConf.register_new_resolver("original_cwd", _original_cwd)
+# ${unique:} in hydra.run.dir and hydra.sweep.dir; cached like ${now:}, so one run resolves it once
+# (a sweep's jobs, in process or through submitit, all see the sweep's value).
+if not OmegaConf.has_resolver("unique"):
+    OmegaConf.register_new_resolver("unique", _unique, use_cache=True)
 
 CONF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf")

@@ -1,33 +1,162 @@
-"""`python -m pipeline`: the Hydra app that plays one attack game (or runs one experiment task) per job (no arguments: the quickstart)."""
+"""`python -m pipeline`: the Hydra app that plays one attack game (or runs one experiment task) per job (no arguments: the quickstart).
+
+What a user sees when something goes wrong is one line on stderr and a non-zero exit, never a
+traceback, for everything that is not a bug: a refused config value (`error: ...`, exit 2; the job
+folder Hydra made for it is removed again), an unusable `outputs_dir` (exit 2), Ctrl-C (exit 130),
+and a failing job of a -m sweep (its one-line error, then where its log is). A job that finishes
+prints its folder; a sweep prints its folder when it ends (pipeline.tracking.SweepFolder).
+"""
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import sys
+import time
+import traceback
+from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
-import pipeline  # noqa: F401  (registers the ${original_cwd:} resolver)
-from pipeline.game import ConfigError, run_job
+import pipeline  # noqa: F401  (registers the ${original_cwd:} and ${unique:} resolvers)
+from pipeline.game import ConfigError, check_output_dir, run_job
 
 # Exit status for a config value that a box or the game refused (Hydra itself exits 1 on an unknown option).
 BAD_INPUT = 2
+INTERRUPTED = 130
+# Files are "made by this process" if modified after this moment (1 s of slack for coarse file systems).
+_STARTED = time.time() - 1.0
+# The job folder of the job running in this process (for the Ctrl-C message).
+_CURRENT_JOB: dict[str, str] = {}
+# What Hydra writes into a job folder before the job runs: the only content a refused job's folder may hold
+# for it to be removed.
+_HYDRA_FILES = {"config.yaml", "hydra.yaml", "overrides.yaml"}
+
+
+def _made_by_this_job(folder: Path, job_name: str) -> bool:
+    """Whether folder holds only what Hydra wrote for this job at its start (.hydra/*.yaml, <job>.log)."""
+    try:
+        entries = list(folder.iterdir())
+        for entry in entries:
+            if entry.name == ".hydra" and entry.is_dir() and not entry.is_symlink():
+                inner = list(entry.iterdir())
+                if any(p.name not in _HYDRA_FILES or not p.is_file() or p.stat().st_mtime < _STARTED for p in inner):
+                    return False
+            elif entry.name == f"{job_name}.log" and entry.is_file() and not entry.is_symlink():
+                if entry.stat().st_mtime < _STARTED:
+                    return False
+            else:
+                return False
+    except OSError:
+        return False
+    return True
+
+
+def remove_refused_job_folder(folder: str | os.PathLike, job_name: str, stop_at: str | os.PathLike | None) -> bool:
+    """Remove the folder of a refused job if it holds nothing but what Hydra wrote for this job, then the
+    parents it leaves empty (up to, not including, stop_at). Returns whether the folder was removed."""
+    folder = Path(folder)
+    if not folder.is_dir() or not _made_by_this_job(folder, job_name):
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    if folder.exists():
+        return False
+    stop = Path(stop_at).resolve() if stop_at else None
+    parent = folder.resolve().parent
+    while stop is not None and parent != stop and stop in parent.parents:
+        try:
+            parent.rmdir()  # only an empty folder goes
+        except OSError:
+            break
+        parent = parent.parent
+    return True
+
+
+def _submitit_log() -> str | None:
+    """The stderr log of this job if it runs under submitit (submitit_local or SLURM), else None."""
+    if "SUBMITIT_FOLDER" not in os.environ and "SUBMITIT_EXECUTOR" not in os.environ:
+        return None
+    try:
+        import submitit
+
+        return str(submitit.JobEnvironment().paths.stderr)
+    except Exception:  # noqa: BLE001 - no log path is no reason to hide the error itself
+        return None
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def app(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
+    output_dir = hydra_cfg.runtime.output_dir
+    _CURRENT_JOB["dir"] = output_dir
     # An experiment (conf/experiment/*.yaml) names its task; otherwise the job plays one game.
     run = run_job
     if cfg.get("task") is not None:
         from pipeline.experiments import run_task as run
     try:
-        run(cfg, hydra_cfg.runtime.output_dir, choices=dict(hydra_cfg.runtime.choices),
+        check_output_dir(output_dir)  # never run into another job's finished folder
+        run(cfg, output_dir, choices=dict(hydra_cfg.runtime.choices),
             run_name=hydra_cfg.job.override_dirname or "defaults")
-    except ConfigError as exc:
-        # One sentence, no traceback; the game computes everything before writing, so no metrics.json.
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(BAD_INPUT)
+    except (ConfigError, FileNotFoundError) as exc:
+        # A refused value (or a missing data file): one sentence; nothing was computed, so the folder
+        # Hydra made for the job goes too (the game computes everything before it writes).
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        stop = cfg.get("outputs_dir") if hydra_cfg.mode == RunMode.RUN else hydra_cfg.sweep.dir
+        remove_refused_job_folder(output_dir, hydra_cfg.job.name, stop)
+        if hydra_cfg.mode == RunMode.RUN:
+            print(f"error: {message}", file=sys.stderr)
+            sys.exit(BAD_INPUT)
+        # In a sweep the launcher carries the error back to the sweep's process (main() prints it);
+        # under submitit the job's own log gets the line too.
+        log = _submitit_log()
+        if log is not None:
+            print(f"error: {message}", file=sys.stderr, flush=True)
+        error = ConfigError(message)
+        error.job_log = log  # type: ignore[attr-defined]
+        raise error from None
+    except Exception as exc:  # noqa: BLE001 - a crash: its traceback goes to the job's log, the sweep names the log
+        log = _submitit_log() if hydra_cfg.mode == RunMode.MULTIRUN else None
+        if log is not None:
+            traceback.print_exc()
+            exc.job_log = log  # type: ignore[attr-defined]
+        raise
+    if hydra_cfg.mode == RunMode.RUN:
+        print(f"job folder: {output_dir}", flush=True)
+
+
+def _outputs_dir_problem(argv: list[str]) -> str | None:
+    """One sentence if outputs_dir (or an explicit hydra run/sweep dir) is a file or lies under one."""
+    keys = ("outputs_dir", "hydra.run.dir", "hydra.sweep.dir")
+    given = {key: Path(os.getcwd()) / "outputs" for key in keys[:1]}
+    for arg in argv:
+        key, sep, value = arg.lstrip("+~").partition("=")
+        if sep and key in keys and value and "${" not in value:
+            given[key] = Path(value).expanduser()
+    for key, path in given.items():
+        path = path if path.is_absolute() else Path(os.getcwd()) / path
+        existing = next((p for p in (path, *path.parents) if p.exists()), None)
+        if existing is not None and not existing.is_dir():
+            where = "is a file" if existing == path else f"lies under the file {existing}"
+            return f"{key} {path} {where}; point {key} at a folder, e.g. {key}={Path(os.getcwd()) / 'outputs'}."
+        if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+            return f"{key} {path} cannot be created: {existing} is not writable; point {key} at a folder you can write."
+    return None
+
+
+def _submitit_failure(exc: BaseException) -> tuple[str, str | None]:
+    """(the failed job's one-line error, its log path) from submitit's exception in the sweep's process."""
+    text = str(exc)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    error = next((line for line in lines if line.startswith("error: ")), None)
+    if error is None:
+        # A crash: the last line of the job's traceback names the exception.
+        candidates = [line for line in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b", line)]
+        error = f"error: {candidates[-1] if candidates else lines[0] if lines else type(exc).__name__}"
+    paths = re.findall(r"(/\S+_log\.(?:err|out))", text)
+    return error, (paths[0] if paths else None)
 
 
 def main() -> None:
@@ -35,7 +164,54 @@ def main() -> None:
         from pipeline.quickstart import main as quickstart
 
         sys.exit(quickstart())
-    app()
+    problem = _outputs_dir_problem(sys.argv[1:])
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        sys.exit(BAD_INPUT)
+    # Let exceptions that leave Hydra reach the handlers below (which print one line), unless the user
+    # asked for Hydra's full tracebacks.
+    full_error = os.environ.get("HYDRA_FULL_ERROR") == "1"
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        app()
+    except KeyboardInterrupt:
+        folder = _CURRENT_JOB.get("dir")
+        where = f"; {folder} holds its log but no metrics.json" if folder else ""
+        print(f"interrupted{where}; finished stages are cached, so the same command resumes.", file=sys.stderr)
+        sys.exit(INTERRUPTED)
+    except ConfigError as exc:  # a refused value in a -m sweep's job (run mode exits inside app)
+        print(f"error: {exc}", file=sys.stderr)
+        log = getattr(exc, "job_log", None)
+        if log:
+            print(f"log: {log}", file=sys.stderr)
+        sys.exit(BAD_INPUT)
+    except Exception as exc:  # noqa: BLE001
+        if full_error:
+            raise
+        log = getattr(exc, "job_log", None)
+        if log:  # a job of a submitit/SLURM sweep crashed: its error, then where its traceback is
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            print(f"error: {type(exc).__name__}: {first}", file=sys.stderr)
+            print(f"log: {log}", file=sys.stderr)
+            sys.exit(1)
+        if type(exc).__module__.startswith("submitit"):
+            error, log = _submitit_failure(exc)
+            print(error, file=sys.stderr)
+            if log:
+                print(f"log: {log}", file=sys.stderr)
+            sys.exit(1)
+        from hydra.errors import CompactHydraException
+
+        if isinstance(exc, CompactHydraException):  # Hydra's own one-paragraph errors (unknown option, ...)
+            print(str(exc), file=sys.stderr)
+            if exc.__cause__ is not None and type(exc.__cause__).__module__.startswith("omegaconf"):
+                print(str(exc.__cause__), file=sys.stderr)
+            sys.exit(1)
+        if isinstance(exc, (NotADirectoryError, FileExistsError, PermissionError)):
+            print(f"error: cannot create the job folder: {exc}; point outputs_dir at a folder you can write.",
+                  file=sys.stderr)
+            sys.exit(BAD_INPUT)
+        raise  # a bug: keep the traceback
 
 
 if __name__ == "__main__":

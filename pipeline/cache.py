@@ -6,6 +6,11 @@ directory and renamed into place only when complete, so a reader never sees half
 job killed inside a stage leaves only a temporary directory, which the next job for that key deletes.
 A file lock per key makes parallel sweep jobs compute a shared stage once: the first computes, the
 others wait and then read.
+
+A stage that reads data files must key on their contents, not only their names, or an edited file
+would silently reuse artifacts of the old one: `file_fingerprint(path)` gives the size and SHA-256 of
+a file (hashed once per process and path while its size and modification time stay the same), and
+`data_fingerprints(boxes)` those of every file a box says it reads (its `data_files()`).
 """
 from __future__ import annotations
 
@@ -23,7 +28,8 @@ from filelock import FileLock
 
 from pipeline.io import plain
 
-__all__ = ["StageCache", "canonical_json", "config_key", "save_arrays", "load_arrays"]
+__all__ = ["StageCache", "canonical_json", "config_key", "save_arrays", "load_arrays", "file_fingerprint",
+           "data_fingerprints"]
 
 _TMP_PREFIX = ".tmp-"
 _CONFIG_FILE = "config.json"
@@ -37,6 +43,41 @@ def canonical_json(config: Mapping) -> str:
 def config_key(config: Mapping) -> str:
     """SHA-256 hex digest of canonical_json(config): the name of the stage's artifact directory."""
     return hashlib.sha256(canonical_json(config).encode("utf-8")).hexdigest()
+
+
+# Memo of file hashes: resolved path -> ((size, mtime_ns, ctime_ns, inode), sha256 hex digest).
+_HASHES: dict[str, tuple[tuple[int, int, int, int], str]] = {}
+_HASH_CHUNK = 1 << 20
+
+
+def file_fingerprint(path: str | os.PathLike) -> dict[str, object]:
+    """{"path", "size", "sha256"} of a data file: what a stage key needs to notice an edited file.
+
+    The SHA-256 is computed once per process and resolved path, and again whenever the file's size,
+    modification time, change time or inode differ from when it was hashed (an edit or a replacement).
+    """
+    resolved = Path(path).expanduser().resolve()
+    st = resolved.stat()
+    signature = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    memo = _HASHES.get(str(resolved))
+    if memo is None or memo[0] != signature:
+        digest = hashlib.sha256()
+        with open(resolved, "rb") as f:
+            while chunk := f.read(_HASH_CHUNK):
+                digest.update(chunk)
+        memo = (signature, digest.hexdigest())
+        _HASHES[str(resolved)] = memo
+    return {"path": str(resolved), "size": st.st_size, "sha256": memo[1]}
+
+
+def data_fingerprints(boxes: Mapping[str, object]) -> dict[str, list[dict[str, object]]]:
+    """{group: [file_fingerprint(f) for f in box.data_files()]} for every box that reads data files."""
+    out = {}
+    for group, box in boxes.items():
+        files = box.data_files() if callable(getattr(box, "data_files", None)) else ()
+        if files:
+            out[group] = [file_fingerprint(f) for f in files]
+    return out
 
 
 def save_arrays(directory: str | os.PathLike, **arrays) -> None:

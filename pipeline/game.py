@@ -2,14 +2,23 @@
 
 For each of R trials: sample targets X ~ D_1 x ... x D_n, release a = M(X), let the attack guess
 z = A(a, D, M), and score L(X, z); the prior-only baseline scores the a-priori guess z* on the same X.
-The played trials are a cached stage (pipeline.cache), so a sweep over bounds or confidences, or a
-rerun of the same job, plays them once. The chosen bound box then turns the mechanism's privacy
-profile and the prior into counts at the configured confidences.
+The prior-only baseline makes as many guesses per target as the attack (its k) and is scored with the
+same metric. The played trials are a cached stage (pipeline.cache) keyed by the boxes' configs and the
+contents of every data file they read, so a sweep over bounds or confidences, or a rerun of the same
+job, plays them once, and an edited data file plays them again. The chosen bound box then turns the
+mechanism's privacy profile and the prior into counts at the configured confidences.
+
+What a trial keeps does not grow with the number of targets beyond what the bounds need: its
+successes and the prior success of the attack's guesses grouped into distinct values
+(stages.bound.box.PlayedTrials). The per-target guesses and prior successes are kept only when
+`save_per_target=true` (they then go to <job>/per_target/).
 """
 from __future__ import annotations
 
 import logging
 import os
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -17,17 +26,21 @@ from typing import Any, Mapping
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from pipeline.cache import StageCache, load_arrays, save_arrays
+from pipeline.cache import StageCache, data_fingerprints, load_arrays, save_arrays
 from pipeline.io import plain, save_figure_atomic, write_json_atomic
 from stages.bound import _validate
+from stages.bound.box import PlayedTrials, group_prior_success
 
 __all__ = [
     "BOX_GROUPS",
     "Boxes",
     "ConfigError",
+    "Progress",
     "build_boxes",
     "check_run_settings",
+    "check_boxes",
     "play_trials",
+    "played_trials_of",
     "trials_stage_config",
     "run_game",
     "run_job",
@@ -38,7 +51,12 @@ log = logging.getLogger(__name__)
 BOX_GROUPS = ("prior", "mechanism", "attack", "metric", "bound")
 PRIVACY_DELTA = 1e-5
 # Bump when the way trials are played changes, so old cached trials are not reused.
-TRIALS_STAGE_VERSION = 1
+# 2: the baseline z* has the attack's k; trials keep grouped prior successes; data files are hashed.
+TRIALS_STAGE_VERSION = 2
+# Without a terminal for a progress bar, long loops log a line at most this often (and at the end).
+PROGRESS_INTERVAL_S = 10.0
+# Config keys that say where data files are, not what they hold: the files' hashes replace them in stage keys.
+_DATA_LOCATION_KEYS = ("data_dir",)
 
 
 class ConfigError(ValueError):
@@ -55,6 +73,45 @@ class Boxes:
 
     def names(self) -> dict[str, str]:
         return {group: getattr(getattr(self, group), "name", type(getattr(self, group)).__name__) for group in BOX_GROUPS}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {group: getattr(self, group) for group in BOX_GROUPS}
+
+    def params(self) -> dict[str, Any]:
+        """Each box's params() (e.g. the Zipf exponent fitted to a counts file), for metrics.json."""
+        return {group: plain(box.params()) for group, box in self.as_dict().items() if callable(getattr(box, "params", None))}
+
+
+class Progress:
+    """Progress of a loop of `total` steps: a tqdm bar on a terminal, else a log line every PROGRESS_INTERVAL_S.
+
+    The first and the last step are always logged, so a job's log says what it did.
+    """
+
+    def __init__(self, total: int, what: str, unit: str = "trial") -> None:
+        self.total, self.what, self.unit = int(total), what, unit
+        self.done = 0
+        self.start = self.last = time.monotonic()
+        self.bar = None
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=self.total, desc=what, unit=unit, leave=False, file=sys.stderr)
+        log.info("%s: starting %d %ss", what, self.total, self.unit)
+
+    def step(self) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+        now = time.monotonic()
+        if self.done == self.total or now - self.last >= PROGRESS_INTERVAL_S:
+            self.last = now
+            log.info("%s: %d/%d %ss (%.0f%%) in %.1f s", self.what, self.done, self.total, self.unit,
+                     100.0 * self.done / max(self.total, 1), now - self.start)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 # What a box raises for a bad config: a refused value, a missing data file, a missing optional
@@ -106,46 +163,124 @@ def check_run_settings(cfg: DictConfig) -> tuple[int, int, np.ndarray]:
     return seed, trials, confidences
 
 
-def trials_stage_config(cfg: DictConfig, seed: int, trials: int) -> dict:
-    """What determines the played trials: the four game boxes, the seed and the number of trials."""
+def save_per_target(cfg: DictConfig) -> bool:
+    """The `save_per_target` flag: keep every trial's guesses and prior successes (R x n arrays)."""
+    value = cfg.get("save_per_target", False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"save_per_target must be true or false, got {value!r}; e.g. save_per_target=true.")
+    return value
+
+
+def guesses_per_target(attack) -> int | None:
+    """The attack's k (guesses per target) if it declares one, else None (the first trial's guesses tell)."""
+    k = getattr(attack, "k", None)
+    return int(k) if k is not None else None
+
+
+def check_boxes(boxes: Boxes) -> None:
+    """Refuse box combinations no single box can judge: more guesses per target than candidates."""
+    k = guesses_per_target(boxes.attack)
+    domain = getattr(boxes.prior, "domain_size", None)
+    if k is not None and domain is not None and k > int(domain):
+        raise ConfigError(
+            f"attack.k must be at most the prior's domain_size ({int(domain)}): with more guesses than candidates "
+            f"every target is attacked, got {k}; lower attack.k or raise prior.domain_size."
+        )
+
+
+def _drop_data_locations(config: Any) -> Any:
+    if isinstance(config, Mapping):
+        return {k: _drop_data_locations(v) for k, v in config.items() if k not in _DATA_LOCATION_KEYS}
+    return config
+
+
+def trials_stage_config(cfg: DictConfig, seed: int, trials: int, boxes: Boxes | None = None) -> dict:
+    """What determines the played trials: the four game boxes, the contents of the data files they read
+    (size and SHA-256, not where they lie), the seed, the number of trials and whether per-target
+    arrays are kept."""
     resolved = OmegaConf.to_container(cfg, resolve=True)
-    return {
+    game = {group: resolved[group] for group in ("prior", "mechanism", "attack", "metric")}
+    if boxes is not None:
+        # A box that lists its data files is keyed by their contents instead of by where they lie.
+        game = {group: _drop_data_locations(config) if callable(getattr(getattr(boxes, group), "data_files", None))
+                else config for group, config in game.items()}
+    config = {
         "stage": "trials",
         "version": TRIALS_STAGE_VERSION,
-        **{group: resolved[group] for group in ("prior", "mechanism", "attack", "metric")},
+        **game,
         "seed": seed,
         "trials": trials,
     }
+    if boxes is not None:
+        files = data_fingerprints({group: getattr(boxes, group) for group in game})
+        if files:
+            config["data_files"] = {group: [{"size": f["size"], "sha256": f["sha256"]} for f in found]
+                                    for group, found in files.items()}
+    if save_per_target(cfg):
+        config["per_target"] = True
+    return config
 
 
-def play_trials(boxes: Boxes, seed: int, trials: int) -> dict[str, np.ndarray]:
+def play_trials(boxes: Boxes, seed: int, trials: int, *, per_target: bool = False) -> dict[str, np.ndarray]:
     """Play `trials` rounds of Algorithm 1; every trial draws from its own child of SeedSequence(seed).
 
-    Returns attack_successes (R,), prior_successes (R,) of the a-priori guess z* on the same X,
-    guesses (R, n, k) and attack_prior_success (R, n) = Pr_{X ~ D_i}[l_i(X, z) = 1] for the attack's z.
+    Returns attack_successes (R,), prior_successes (R,) of the a-priori guess z* (with the attack's
+    number of guesses per target k, under the same metric) on the same X, k, and the prior success
+    p_i = Pr_{X ~ D_i}[l_i(X, z_i) = 1] of the attack's guesses grouped per trial (p_values, p_counts,
+    p_offsets: see played_trials_of). With per_target also guesses (R, n, k) and
+    attack_prior_success (R, n).
     """
     prior, mechanism, attack, metric = boxes.prior, boxes.mechanism, boxes.attack, boxes.metric
-    z_star = np.asarray(prior.a_priori_guess(metric))
     attack_successes = np.zeros(trials, dtype=np.int64)
     prior_successes = np.zeros(trials, dtype=np.int64)
+    groups: list[tuple[np.ndarray, np.ndarray]] = []
     guesses, attack_prior_success = [], []
-    for t, child in enumerate(np.random.SeedSequence(seed).spawn(trials)):
-        data_seed, mechanism_seed = child.spawn(2)
-        X = prior.sample(np.random.default_rng(data_seed), prior.n_targets)
-        a = mechanism.release(X, np.random.default_rng(mechanism_seed))
-        z = np.asarray(attack.guess(a, prior, mechanism, metric))
-        if z.ndim == 1:
-            z = z[:, None]
-        attack_successes[t] = int(np.sum(metric.score(X, z)))
-        prior_successes[t] = int(np.sum(metric.score(X, z_star)))
-        guesses.append(z)
-        attack_prior_success.append(prior.success_probability(z, metric))
-    return {
+    k = guesses_per_target(attack)
+    z_star = None
+    progress = Progress(trials, "trials")
+    try:
+        for t, child in enumerate(np.random.SeedSequence(seed).spawn(trials)):
+            data_seed, mechanism_seed = child.spawn(2)
+            X = prior.sample(np.random.default_rng(data_seed), prior.n_targets)
+            a = mechanism.release(X, np.random.default_rng(mechanism_seed))
+            z = np.asarray(attack.guess(a, prior, mechanism, metric))
+            if z.ndim == 1:
+                z = z[:, None]
+            if k is None:
+                k = int(z.shape[1])
+            if z_star is None:
+                # The baseline guesses as often per target as the attack does.
+                z_star = np.asarray(prior.a_priori_guess(metric, k))
+            attack_successes[t] = int(np.sum(metric.score(X, z)))
+            prior_successes[t] = int(np.sum(metric.score(X, z_star)))
+            p = np.asarray(prior.success_probability(z, metric), dtype=float)
+            groups.append(group_prior_success(p))
+            if per_target:
+                guesses.append(z.astype(np.int64))
+                attack_prior_success.append(p)
+            progress.step()
+    finally:
+        progress.close()
+    summary = PlayedTrials.from_groups(groups, k, int(prior.n_targets))
+    played = {
         "attack_successes": attack_successes,
         "prior_successes": prior_successes,
-        "guesses": np.stack(guesses).astype(np.int64),
-        "attack_prior_success": np.stack(attack_prior_success).astype(float),
+        "k": np.asarray(summary.k, dtype=np.int64),
+        "n_targets": np.asarray(summary.n_targets, dtype=np.int64),
+        "p_values": summary.values,
+        "p_counts": summary.counts,
+        "p_offsets": summary.offsets,
     }
+    if per_target:
+        played["guesses"] = np.stack(guesses)
+        played["attack_prior_success"] = np.stack(attack_prior_success)
+    return played
+
+
+def played_trials_of(played: Mapping[str, np.ndarray]) -> PlayedTrials:
+    """The PlayedTrials (stages.bound.box) of play_trials' arrays: what the bound boxes take."""
+    return PlayedTrials(k=int(played["k"]), n_targets=int(played["n_targets"]), values=played["p_values"],
+                        counts=played["p_counts"], offsets=played["p_offsets"])
 
 
 def _privacy(mechanism) -> dict:
@@ -174,43 +309,52 @@ def _exceed_fraction(attack_successes: np.ndarray, counts: Any) -> float:
 def compute_metrics(cfg: DictConfig, cache: StageCache | None = None) -> tuple[dict, dict[str, np.ndarray], Boxes]:
     """Validate, build the boxes, play (or reuse) the trials and compute the bound: the job's numbers."""
     seed, trials, confidences = check_run_settings(cfg)
+    per_target = save_per_target(cfg)
     boxes = build_boxes(cfg)
-    stage_config = trials_stage_config(cfg, seed, trials)
+    check_boxes(boxes)
 
     def compute(directory: Path) -> None:
-        save_arrays(directory, **play_trials(boxes, seed, trials))
+        save_arrays(directory, **play_trials(boxes, seed, trials, per_target=per_target))
 
     try:
+        files = data_fingerprints(boxes.as_dict())
+        stage_config = trials_stage_config(cfg, seed, trials, boxes)
         if cache is None:
-            played = play_trials(boxes, seed, trials)
+            played = play_trials(boxes, seed, trials, per_target=per_target)
             trials_stage = {"key": None, "reused": False}
         else:
             computed_before = len(cache.computed)
             artifact = cache.get_or_compute("trials", stage_config, compute)
             played = load_arrays(artifact)
             trials_stage = {"key": artifact.name, "reused": len(cache.computed) == computed_before}
-        bound_args = (boxes.mechanism.profile, boxes.prior, boxes.metric, played["guesses"], confidences)
+            log.info("stage trials %s: %s", "reused" if trials_stage["reused"] else "computed", artifact)
+        summary = played_trials_of(played)
+        bound_args = (boxes.mechanism.profile, boxes.prior, boxes.metric, summary, confidences)
         bound = boxes.bound.compute(*bound_args)
         # Bounds conditional on the release (pure_dp) also give one count per trial.
         per_trial = boxes.bound.compute_per_trial(*bound_args) if hasattr(boxes.bound, "compute_per_trial") else None
         privacy = _privacy(boxes.mechanism)
-    except ValueError as exc:
+    except (ValueError, FileNotFoundError) as exc:
         raise ConfigError(str(exc).strip().splitlines()[0]) from exc
 
     bound_counts = _bound_counts(bound, confidences)
     attack_successes = played["attack_successes"]
     prior_successes = played["prior_successes"]
     top = repr(float(np.max(confidences)))
+    params = boxes.params()
     metrics = {
         "n_targets": int(boxes.prior.n_targets),
         "trials": trials,
         "seed": seed,
         "boxes": boxes.names(),
+        # The attack's guesses per target; the prior baseline z* makes as many, scored by the same metric.
+        "k": summary.k,
+        "baseline": {"guess": "z*", "k": summary.k, "metric": boxes.names()["metric"]},
         "attack_successes": attack_successes.tolist(),
         "prior_successes": prior_successes.tolist(),
         "attack_success_mean": float(np.mean(attack_successes)),
         "prior_success_mean": float(np.mean(prior_successes)),
-        "attack_prior_success_mean": float(np.mean(np.sum(played["attack_prior_success"], axis=1))),
+        "attack_prior_success_mean": float(np.mean(summary.sums())),
         "confidences": confidences.tolist(),
         "bound": bound_counts,
         **({"bound_per_trial": _bound_counts(per_trial, confidences)} if per_trial is not None else {}),
@@ -219,9 +363,25 @@ def compute_metrics(cfg: DictConfig, cache: StageCache | None = None) -> tuple[d
         "bound_exceeded_fraction": _exceed_fraction(
             attack_successes, (_bound_counts(per_trial, confidences) if per_trial is not None else bound_counts)[top]),
         "privacy": privacy,
+        # Every box's parameters as built (a fitted Zipf exponent, a comparator's name, ...).
+        "params": params,
+        "data_files": files,
         "stages": {"trials": trials_stage},
     }
     return metrics, played, boxes
+
+
+def baseline_label(metrics: Mapping) -> str:
+    """'prior baseline (z*, k=2, within)': what the baseline column is, for logs and figures."""
+    baseline = metrics.get("baseline") or {}
+    return f"prior baseline (z*, k={baseline.get('k', 1)}, {baseline.get('metric', metrics['boxes']['metric'])})"
+
+
+def bound_label(metrics: Mapping) -> str:
+    """The bound box's name, with the comparator's name for bound=comparator."""
+    name = metrics["boxes"]["bound"]
+    comparator = (metrics.get("params", {}).get("bound") or {}).get("comparator")
+    return f"{name} ({comparator})" if comparator else name
 
 
 def plot_successes(metrics: dict, path: str | os.PathLike) -> None:
@@ -236,38 +396,78 @@ def plot_successes(metrics: dict, path: str | os.PathLike) -> None:
     fig, ax = plt.subplots(figsize=(6, 3.6))
     top = int(max(attack.max(initial=0), baseline.max(initial=0)))
     bins = np.arange(-0.5, top + 1.5, max(1, (top + 1) // 40))
-    ax.hist(baseline, bins=bins, alpha=0.6, label="prior baseline (z*)")
+    ax.hist(baseline, bins=bins, alpha=0.6, label=baseline_label(metrics))
     ax.hist(attack, bins=bins, alpha=0.6, label=f"attack ({metrics['boxes']['attack']})")
     for (confidence, count), style in zip(metrics["bound"].items(), ("dotted", "dashed", "solid", "dashdot")):
         counts = np.atleast_1d(np.asarray(count, dtype=float))
         ax.axvline(float(np.mean(counts)), color="k", linestyle=style,
-                   label=f"bound {metrics['boxes']['bound']} @ {float(confidence):g}" + (" (mean)" if counts.size > 1 else ""))
+                   label=f"bound {bound_label(metrics)} @ {float(confidence):g}" + (" (mean)" if counts.size > 1 else ""))
     ax.set_xlabel(f"targets attacked (of {metrics['n_targets']})")
     ax.set_ylabel("trials")
     ax.set_title(f"{metrics['boxes']['prior']} prior, {metrics['boxes']['mechanism']}, "
-                 f"eps={metrics['privacy']['epsilon']:.3g} at delta={metrics['privacy']['delta']:g}", fontsize=9)
+                 f"eps={metrics['privacy']['epsilon']:.3g} at delta={metrics['privacy']['delta']:g}, "
+                 f"{metrics['trials']} trials, metric {metrics['boxes']['metric']}, k={metrics.get('k', 1)}", fontsize=8)
     ax.legend(fontsize=7)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, add_bound_reading(fig), 1, 1))
     save_figure_atomic(fig, path)
+
+
+#: How to read a bound line, printed on every figure that draws one.
+BOUND_READING = ('"bound @ c": with probability >= c at most this many targets are attacked, so the attack may '
+                 "exceed the line in up to 1 - c of the trials (a 0.05 line below the attack is no violation).")
+
+
+def add_bound_reading(fig, note: str = "") -> float:
+    """Write BOUND_READING (and a note) under the figure, wrapped to its width; return the height fraction used."""
+    import textwrap
+
+    width_in, height_in = fig.get_size_inches()
+    chars = max(40, int(width_in * 16))  # about 16 characters an inch at 6.5 pt
+    lines = textwrap.wrap(BOUND_READING, chars) + (textwrap.wrap(note, chars) if note else [])
+    fig.text(0.01, 0.01, "\n".join(lines), fontsize=6.5, color="0.3", va="bottom")
+    return min(0.4, 0.02 + len(lines) * 0.115 / height_in)
+
+
+def check_output_dir(output_dir: str | os.PathLike) -> None:
+    """Refuse a job folder that already holds another job's metrics.json (every job needs its own folder)."""
+    existing = Path(output_dir) / "metrics.json"
+    if existing.exists():
+        raise ConfigError(
+            f"job folder {Path(output_dir)} already holds a metrics.json of another job; every job needs its own "
+            "folder: leave hydra.run.dir and hydra.sweep.dir at their defaults or point them at a new folder."
+        )
 
 
 def run_game(cfg: DictConfig, output_dir: str | os.PathLike, cache: StageCache | None = None, logger=None) -> dict:
     """Play the game of cfg and write metrics.json and figures/successes.png into output_dir.
 
-    Everything is computed before anything is written, so a refused value leaves no metrics.json.
+    Everything is computed before anything is written, so a refused value leaves no metrics.json;
+    metrics.json is created exclusively, so a job never replaces another job's (ConfigError instead).
+    With save_per_target the trials' guesses and prior successes go to output_dir/per_target/*.npy.
     The logger (pipeline.tracking) receives the metrics and the figure.
     """
     output_dir = Path(output_dir)
-    metrics, _, _ = compute_metrics(cfg, cache)
+    check_output_dir(output_dir)
+    metrics, played, _ = compute_metrics(cfg, cache)
+    if "guesses" in played:
+        metrics["per_target"] = str(output_dir / "per_target")
+    try:
+        write_json_atomic(output_dir / "metrics.json", metrics, exclusive=True)
+    except FileExistsError:
+        check_output_dir(output_dir)  # raises the ConfigError naming the folder
+        raise
     figure = output_dir / "figures" / "successes.png"
     plot_successes(metrics, figure)
-    write_json_atomic(output_dir / "metrics.json", metrics)
+    if "guesses" in played:
+        (output_dir / "per_target").mkdir(parents=True, exist_ok=True)
+        save_arrays(output_dir / "per_target", guesses=played["guesses"],
+                    attack_prior_success=played["attack_prior_success"])
     if logger is not None:
         logger.log_metrics(metrics)
         logger.log_figures({"successes": figure})
-    log.info("attack %.2f, prior baseline %.2f, bound %s (of %d targets, %d trials)",
-             metrics["attack_success_mean"], metrics["prior_success_mean"], metrics["bound"],
-             metrics["n_targets"], metrics["trials"])
+    log.info("attack %.2f, %s %.2f, bound %s %s (of %d targets, %d trials)",
+             metrics["attack_success_mean"], baseline_label(metrics), metrics["prior_success_mean"],
+             bound_label(metrics), metrics["bound"], metrics["n_targets"], metrics["trials"])
     return metrics
 
 
@@ -294,6 +494,7 @@ def run_job(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping[
     logger = build_logger(cfg)
     if cache is None:
         cache = StageCache(cfg.cache_dir)
+    check_output_dir(output_dir)
     with tracked(logger, config=OmegaConf.to_container(cfg, resolve=True), name=run_name, group=str(cfg.name),
                  tags=tags, directory=output_dir):
         return run_game(cfg, output_dir, cache=cache, logger=logger)

@@ -35,8 +35,12 @@ def plain(value: Any, *, strict: bool = False) -> Any:
     return value
 
 
-def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
-    """Write JSON to a temporary file in the same folder and rename it onto path."""
+def write_json_atomic(path: str | os.PathLike, obj: Any, *, exclusive: bool = False) -> None:
+    """Write JSON to a temporary file in the same folder and rename it onto path.
+
+    exclusive: never replace an existing file; the file appears complete in one step (a hard link of
+    the temporary file), and if path already exists a FileExistsError is raised and nothing changes.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -45,10 +49,12 @@ def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
             json.dump(plain(obj), f, indent=2, allow_nan=True)
             f.write("\n")
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; a results file is for everyone to read
-        os.replace(tmp, path)
-    except BaseException:
+        if exclusive:
+            os.link(tmp, path)  # atomic, and fails if path exists
+        else:
+            os.replace(tmp, path)
+    finally:
         Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def save_figure_atomic(fig, path: str | os.PathLike, dpi: int = 110) -> Path:

@@ -41,7 +41,9 @@ def run(out_dir: str | Path | None = None, priors=PRIORS, epsilons=EPSILONS, tri
 
     with initialize_config_dir(config_dir=pipeline.CONF_DIR, version_base="1.3"):
         base = compose("config")
-        root = Path(out_dir) if out_dir else Path(base.outputs_dir) / "quickstart" / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+        # Its own folder even when two quickstarts start in the same instant (pipeline's ${unique:} suffix).
+        stamp = f"{datetime.now().strftime('%Y-%m-%d_%H-%M-%S-%f')}-{pipeline._unique()}"
+        root = Path(out_dir) if out_dir else Path(base.outputs_dir) / "quickstart" / stamp
         cache = StageCache(base.cache_dir)
         job = 0
         for prior in priors:
@@ -70,6 +72,9 @@ def main() -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted; finished games are cached, so `python -m pipeline` resumes where it stopped.", file=sys.stderr)
+        return 130
     for row in rows:
         row["attack"] = row.pop("attack_success_mean")
         row["prior baseline"] = row.pop("prior_success_mean")

@@ -1,8 +1,12 @@
 """`python -m pipeline.report <multirun dir>`: a sweep's metrics.json files -> report.csv and figures/report.png.
 
 One row per job: the job's overrides, epsilon, the attack's and the prior baseline's mean successes
-and the bound at each confidence. The figure plots successes against epsilon, one panel per
-combination of the other swept options.
+(the baseline with the attack's k and metric) and the bound at each confidence. The figure plots
+successes against epsilon, one panel per combination of the other swept options, and states what
+the bound lines mean and the settings shared by the panels (delta, trials, metric, k, comparator).
+
+A sweep whose jobs did not all write metrics.json (still running, failed, killed, never started) is
+named job by job and the report exits 1 without writing anything, unless --allow-missing is given.
 """
 from __future__ import annotations
 
@@ -17,7 +21,10 @@ from typing import Any
 
 from pipeline.io import save_figure_atomic
 
-__all__ = ["collect", "write_csv", "plot", "main"]
+__all__ = ["collect", "write_csv", "plot", "report_figure", "main", "missing_jobs", "MISSING_JOBS"]
+
+#: Exit status when jobs of the sweep have no metrics.json (and --allow-missing was not given).
+MISSING_JOBS = 1
 
 _EPSILON_KEYS = ("mechanism.epsilon", "mechanism.mu")
 
@@ -51,6 +58,9 @@ def _job_row(metrics_path: Path, root: Path) -> dict[str, Any]:
         "delta": privacy.get("delta"),
         "n_targets": metrics["n_targets"],
         "trials": metrics["trials"],
+        # Guesses per target of the attack and of the prior baseline z* (the same k, the same metric).
+        "k": metrics.get("k", 1),
+        "comparator": ((metrics.get("params") or {}).get("bound") or {}).get("comparator", ""),
         "attack_success_mean": metrics["attack_success_mean"],
         "prior_success_mean": metrics["prior_success_mean"],
     })
@@ -60,16 +70,68 @@ def _job_row(metrics_path: Path, root: Path) -> dict[str, Any]:
     return row
 
 
+def _job_paths(root: Path) -> list[Path]:
+    return sorted((p for p in root.rglob("metrics.json") if ".submitit" not in p.parts),
+                  key=lambda p: [int(s) if s.isdigit() else s for s in p.parent.relative_to(root).parts])
+
+
 def collect(multirun_dir: str | os.PathLike) -> list[dict[str, Any]]:
     """One row per job folder under multirun_dir that holds a metrics.json (jobs that failed have none)."""
     root = Path(multirun_dir)
     if not root.is_dir():
         raise FileNotFoundError(f"multirun directory {root} does not exist; pass the folder a -m sweep printed.")
-    paths = sorted((p for p in root.rglob("metrics.json") if ".submitit" not in p.parts),
-                   key=lambda p: [int(s) if s.isdigit() else s for s in p.parent.relative_to(root).parts])
+    paths = _job_paths(root)
     if not paths:
         raise FileNotFoundError(f"no metrics.json under {root}; did the sweep's jobs finish?")
     return [_job_row(p, root) for p in paths]
+
+
+def _launched_jobs(root: Path) -> list[tuple[str, list[str]]] | None:
+    """(job folder, overrides) of every job the sweep in root launches, from root/multirun.yaml.
+
+    None when root holds no multirun.yaml of Hydra's basic sweeper with job folders named by job number.
+    """
+    path = root / "multirun.yaml"
+    if not path.is_file():
+        return None
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+
+    hydra_cfg = (OmegaConf.to_container(OmegaConf.load(path), resolve=False) or {}).get("hydra") or {}
+    sweeper, sweep = hydra_cfg.get("sweeper") or {}, hydra_cfg.get("sweep") or {}
+    if not str(sweeper.get("_target_", "")).endswith("BasicSweeper") or str(sweep.get("subdir", "")) != "${hydra.job.num}":
+        return None
+    params = [f"{k}={v}" for k, v in (sweeper.get("params") or {}).items()]
+    overrides = [str(o) for o in (hydra_cfg.get("overrides") or {}).get("task") or []]
+    try:
+        batches = BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(params + overrides), None)
+    except Exception:  # noqa: BLE001 - a sweep syntax this reader does not know: fall back to the folders
+        return None
+    return [(str(number), job) for number, job in enumerate(job for batch in batches for job in batch)]
+
+
+def missing_jobs(multirun_dir: str | os.PathLike) -> list[str]:
+    """One line per job of the sweep without a metrics.json: its folder, its overrides and what is there.
+
+    The sweep's jobs come from its multirun.yaml (so jobs that never started count too); without one,
+    every job folder (one holding .hydra/) without a metrics.json counts.
+    """
+    root = Path(multirun_dir)
+    launched = _launched_jobs(root)
+    if launched is None:
+        folders = sorted({p.parent.parent for p in root.rglob(".hydra/config.yaml") if ".submitit" not in p.parts})
+        launched = [(str(f.relative_to(root)), []) for f in folders if f != root or not (root / "multirun.yaml").exists()]
+    lines = []
+    for folder, overrides in launched:
+        job = root / folder
+        if (job / "metrics.json").is_file():
+            continue
+        state = ("started, no metrics.json (still running, failed or killed)" if job.is_dir()
+                 else "no job folder (not started, or refused)")
+        what = " ".join(overrides) if overrides else ""
+        lines.append(f"job {folder}{f' ({what})' if what else ''}: {state}")
+    return lines
 
 
 def write_csv(rows: list[dict[str, Any]], path: str | os.PathLike) -> Path:
@@ -90,16 +152,34 @@ def _series_key(row: dict[str, Any], varying: list[str]) -> str:
     return ", ".join(f"{k}={row[k]}" for k in varying) or "all jobs"
 
 
-def plot(rows: list[dict[str, Any]], path: str | os.PathLike) -> Path:
-    """Successes vs epsilon: attack, prior baseline and the bound at each confidence, a panel per series."""
+def _shared(rows: list[dict[str, Any]], key: str) -> str:
+    values = sorted({str(r.get(key)) for r in rows if r.get(key) not in (None, "")})
+    return "/".join(values) if values else "-"
+
+
+def plot(rows: list[dict[str, Any]], path: str | os.PathLike, *, note: str = "") -> Path:
+    """report_figure(rows, note) saved at path."""
+    return save_figure_atomic(report_figure(rows, note=note), path)
+
+
+def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
+    """Successes vs epsilon: attack, prior baseline and the bound at each confidence, a panel per series.
+
+    Every line has markers, so a panel with one epsilon still shows its points; each panel's y label
+    uses that panel's number of targets; the figure states delta, trials, metric, k and the comparator,
+    and how to read a bound line. `note` (e.g. which jobs are missing) goes under the figure.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
+    from pipeline.game import add_bound_reading
+
+    # k and comparator follow from the overrides (attack.k, bound.name), which name the panels.
     measured = {"job", "epsilon", "epsilon_at_delta", "delta", "n_targets", "trials", "attack_success_mean",
-                "prior_success_mean", "bound_exceeded_fraction"}
+                "prior_success_mean", "bound_exceeded_fraction", "k", "comparator"}
     override_keys = {k for row in rows for k in row if k not in measured and not k.startswith("bound_")}
     varying = sorted(k for k in override_keys
                      if k not in _EPSILON_KEYS and len({str(r.get(k)) for r in rows}) > 1)
@@ -108,25 +188,30 @@ def plot(rows: list[dict[str, Any]], path: str | os.PathLike) -> Path:
         series.setdefault(_series_key(row, varying), []).append(row)
     bound_columns = sorted({k for r in rows for k in r if k.startswith("bound_") and k != "bound_exceeded_fraction"},
                            key=lambda k: float(k.split("_", 1)[1]))
-    fig, axes = plt.subplots(1, len(series), figsize=(4.6 * len(series), 3.8), squeeze=False, sharey=True)
+    same_n = len({r["n_targets"] for r in rows}) == 1
+    fig, axes = plt.subplots(1, len(series), figsize=(4.6 * len(series), 4.4), squeeze=False, sharey=same_n)
     for ax, (label, members) in zip(axes[0], series.items()):
         members = sorted(members, key=lambda r: r["epsilon"])
         eps = [r["epsilon"] for r in members]
+        k = _shared(members, "k")
         ax.plot(eps, [r["attack_success_mean"] for r in members], "o-", label="attack (mean)")
-        ax.plot(eps, [r["prior_success_mean"] for r in members], "s-", label="prior baseline (mean)")
-        for column, style in zip(bound_columns, (":", "--", "-.", (0, (1, 3)))):
-            ax.plot(eps, [r[column] for r in members], linestyle=style, color="k",
-                    label=f"bound @ {column.split('_', 1)[1]}")
+        ax.plot(eps, [r["prior_success_mean"] for r in members], "s-", label=f"prior baseline z* (k={k}, mean)")
+        for column, style, marker in zip(bound_columns, (":", "--", "-.", (0, (1, 3))), ("v", "^", "D", "P")):
+            ax.plot(eps, [r.get(column, float("nan")) for r in members], linestyle=style, marker=marker, color="k",
+                    markersize=5, label=f"bound @ {column.split('_', 1)[1]}")
         ax.set_xscale("log" if min(eps) > 0 and max(eps) / max(min(eps), 1e-12) > 8 else "linear")
         ax.set_xticks(eps, [f"{e:g}" for e in eps], minor=False)
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel("epsilon")
+        ax.set_ylabel(f"targets attacked (of {_shared(members, 'n_targets')})")
         ax.set_title(label, fontsize=8)
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel(f"targets attacked (of {rows[0]['n_targets']})")
     axes[0][-1].legend(fontsize=7)
-    fig.tight_layout()
-    return save_figure_atomic(fig, path)
+    settings = (f"delta = {_shared(rows, 'delta')}, trials = {_shared(rows, 'trials')}, metric = {_shared(rows, 'metric')}, "
+                f"k = {_shared(rows, 'k')}, bound = {_shared(rows, 'bound')}, comparator = {_shared(rows, 'comparator')}")
+    fig.suptitle(settings, fontsize=8)
+    fig.tight_layout(rect=(0, add_bound_reading(fig, note), 1, 0.95))
+    return fig
 
 
 def format_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
@@ -145,30 +230,49 @@ def format_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipeline.report", description=__doc__.splitlines()[0])
-    parser.add_argument("multirun_dir", help="a sweep's folder, e.g. outputs/multirun/2025-01-01/12-00-00")
+    parser.add_argument("multirun_dir", help="a sweep's folder, e.g. outputs/multirun/2025-01-01/12-00-00-000000-a1b2c3")
     parser.add_argument("--out", default=None, help="where report.csv and figures/report.png go (default: the sweep's folder)")
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="report the jobs that finished even if some have no metrics.json (they are listed)")
     args = parser.parse_args(argv)
     from pipeline import experiments
 
-    if experiments.has_experiment_jobs(args.multirun_dir):
+    root = Path(args.multirun_dir)
+    if not root.is_dir():
+        print(f"error: multirun directory {root} does not exist; pass the folder a -m sweep printed.", file=sys.stderr)
+        return 2
+    missing = missing_jobs(root)
+    if missing:
+        launched = _launched_jobs(root)
+        total = f" of {len(launched)}" if launched is not None else ""
+        print(f"{len(missing)}{total} jobs of {root} have no metrics.json:", file=sys.stderr)
+        for line in missing:
+            print(f"  {line}", file=sys.stderr)
+        if not args.allow_missing:
+            print("error: the sweep is incomplete; wait for its jobs or rerun them, or pass --allow-missing "
+                  "to report the jobs that finished.", file=sys.stderr)
+            return MISSING_JOBS
+    note = f"{len(missing)} job(s) missing: " + "; ".join(missing) if missing else ""
+
+    if experiments.has_experiment_jobs(root):
         # An experiment's sweep: its own table (the issue's columns) and figure, under the sweep folder.
-        table, figure, experiment_rows = experiments.write_report(args.multirun_dir)
+        table, figure, experiment_rows = experiments.write_report(root)
         print(format_table(experiment_rows, experiments.table_columns(experiment_rows)))
         print(f"\nwrote {table} and {figure}")
-        if not all("boxes" in json.loads(p.read_text()) for p in Path(args.multirun_dir).rglob("metrics.json")
-                   if ".submitit" not in p.parts):
+        if not all("boxes" in json.loads(p.read_text()) for p in _job_paths(root)):
             return 0  # analytic experiments have no games to aggregate
     try:
-        rows = collect(args.multirun_dir)
+        rows = collect(root)
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    out = Path(args.out or args.multirun_dir)
+    out = Path(args.out or root)
     out.mkdir(parents=True, exist_ok=True)
     table = write_csv(rows, out / "report.csv")
-    figure = plot(rows, out / "figures" / "report.png")
+    figure = plot(rows, out / "figures" / "report.png", note=note[:300])
     bounds = [k for k in rows[0] if k.startswith("bound_") and k != "bound_exceeded_fraction"]
-    print(format_table(rows, ["job", "prior", "mechanism", "epsilon", "attack_success_mean", "prior_success_mean", *bounds]))
+    print(format_table(rows, ["job", "prior", "mechanism", "epsilon", "k", "bound", "attack_success_mean",
+                              "prior_success_mean", *bounds]))
     print(f"\nwrote {table} and {figure}")
     return 0
 

@@ -14,7 +14,7 @@ import struct
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-__all__ = ["NoLogger", "WandbLogger", "tracked", "flatten", "read_offline_run"]
+__all__ = ["NoLogger", "WandbLogger", "SweepFolder", "tracked", "flatten", "read_offline_run"]
 
 
 def flatten(metrics: Mapping, prefix: str = "") -> dict[str, Any]:
@@ -124,6 +124,20 @@ def tracked(logger, *, config: Mapping, name: str, group: str, tags: list[str], 
         exit_code = 0
     finally:
         logger.finish(exit_code=exit_code)
+
+
+try:  # Hydra's callback base class (hydra-core >= 1.1)
+    from hydra.experimental.callback import Callback as _Callback
+except ImportError:  # pragma: no cover
+    _Callback = object
+
+
+class SweepFolder(_Callback):
+    """hydra.callbacks entry of conf/config.yaml: when a -m sweep ends, print its folder and the report command."""
+
+    def on_multirun_end(self, config, **kwargs: Any) -> None:
+        folder = Path(str(config.hydra.sweep.dir)).resolve()
+        print(f"sweep folder: {folder}\nreport: python -m pipeline.report {folder}", flush=True)
 
 
 # ---------------------------------------------------------------------------------------------

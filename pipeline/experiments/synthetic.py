@@ -275,7 +275,7 @@ class RRTightness(Task):
         return attack, bound
 
     def run(self, cfg, output_dir, cache, logger) -> dict:
-        from pipeline.game import ConfigError, compute_metrics
+        from pipeline.game import ConfigError, compute_metrics, played_trials_of
         from stages.bound.theorems import beta
 
         if cfg.prior.get("_target_", "").rsplit(".", 1)[-1] != "ZipfPrior" or "RandomizedResponse" not in cfg.mechanism._target_:
@@ -289,7 +289,8 @@ class RRTightness(Task):
                 variant.mechanism.epsilon = eps
                 metrics, played, boxes = compute_metrics(variant, cache)
                 attack_exact, bound_exact = self.closed_forms(boxes.prior.probabilities, eps)
-                per_trial_bound = np.sum(beta(eps, played["attack_prior_success"]), axis=1)
+                grouped = played_trials_of(played)  # each trial's prior successes, grouped
+                per_trial_bound = np.array([np.sum(c * beta(eps, v)) for v, c in map(grouped.groups, range(len(grouped)))])
                 mean, low, high = mean_interval(metrics["attack_successes"], self.ci_level)
                 ratio = float(np.max(boxes.prior.probabilities) / np.min(boxes.prior.probabilities))
                 rows.append({

@@ -6,6 +6,13 @@ it compares count bounds (the smallest c with Pr[#attacked >= c + 1] <= 1 - conf
 targets of ``p``, where only ours and the one-run comparators (MMC, Steinke) give counts. A
 comparator enters only where its paper's preconditions hold (see ``stages.bound.prior_work``);
 the others are listed in ``not_applicable`` with the reason, never as numbers.
+
+``game`` says what the secret is. In a "reconstruction" game (the default; attribute inference too)
+changing target i's secret replaces its record, so every bound uses the replace-one profile
+(an add/remove profile is converted first: ``profiles.for_game``). In a "membership" game the secret
+is a membership bit and an add/remove profile applies as it is; there MMC counts only with k = 2
+(its k > 2 game draws each canary from k candidates, a reconstruction game) and Steinke's Theorem
+5.2 is in its own setting (canaries included with probability 1/2).
 """
 from __future__ import annotations
 
@@ -29,13 +36,17 @@ _RDP_ORDERS = np.concatenate([[1.125, 1.25, 1.5, 1.75], np.arange(2.0, 64.5, 0.5
 @dataclass(frozen=True)
 class BestBound:
     """The smallest applicable bound: ``value`` from ``source``; ``all`` maps every applicable name to
-    its value; ``not_applicable`` maps the other names to why; ``kind`` is "probability" or "count"."""
+    its value; ``not_applicable`` maps the other names to why; ``kind`` is "probability" or "count";
+    ``game`` is "reconstruction" or "membership" and ``profile`` the profile the bounds used
+    (replace-one in a reconstruction game)."""
 
     value: float | int
     source: str
     all: dict = field(default_factory=dict)
     not_applicable: dict = field(default_factory=dict)
     kind: str = "probability"
+    game: str = "reconstruction"
+    profile: object = None
 
     def as_dict(self) -> dict:
         """JSON-able dict (metrics.json)."""
@@ -43,6 +54,8 @@ class BestBound:
             "value": self.value,
             "source": self.source,
             "kind": self.kind,
+            "game": self.game,
+            "profile": None if self.profile is None else self.profile.params(),
             "all": dict(self.all),
             "not_applicable": dict(self.not_applicable),
         }
@@ -140,14 +153,22 @@ def _is_reciprocal(p: float, allowed=None) -> bool:
     return abs(p * k - 1.0) <= 1e-9 and (allowed is None or k in allowed)
 
 
-def _probability_bounds(profile, p: float) -> tuple[dict, dict]:
+_MMC_MEMBERSHIP = (
+    "in a membership game only MMC's k = 2 game applies (p = 1/2); its k > 2 game draws each canary from k "
+    "candidates, a reconstruction game: pass game='reconstruction'"
+)
+
+
+def _probability_bounds(profile, p: float, game: str) -> tuple[dict, dict]:
     values: dict = {}
     skipped: dict = {}
-    values["ours"] = float(theorems.success_bound(profile, p))
+    values["ours"] = float(theorems.success_bound(profile, p, game=game))
     values["kgk"] = float(prior_work.kgk_bound(profile, p))
 
-    if _is_reciprocal(p):
+    if _is_reciprocal(p) and (game == "reconstruction" or _is_reciprocal(p, allowed=(2,))):
         values["mmc"] = float(prior_work.mmc_bound(profile, p))
+    elif _is_reciprocal(p):
+        skipped["mmc"] = _MMC_MEMBERSHIP + f", got p = {p!r}"
     else:
         skipped["mmc"] = f"applies only to uniform priors p = 1/k (k >= 2 candidates), got p = {p!r}"
 
@@ -198,8 +219,8 @@ def _probability_bounds(profile, p: float) -> tuple[dict, dict]:
 # ---------------------------------------------------------------- n targets: count bounds
 
 
-def _count_bounds(profile, p: np.ndarray, confidence: float) -> tuple[dict, dict]:
-    values: dict = {"ours": int(np.asarray(theorems.count_bound(profile, p, confidence)))}
+def _count_bounds(profile, p: np.ndarray, confidence: float, game: str) -> tuple[dict, dict]:
+    values: dict = {"ours": int(np.asarray(theorems.count_bound(profile, p, confidence, game=game)))}
     skipped: dict = {name: "bounds one target's success probability, not a count over n targets"
                      for name in ("kgk", "rero", "narcissus", "cherubin", "stock")}
     guessed = p[p > 0]
@@ -208,11 +229,14 @@ def _count_bounds(profile, p: np.ndarray, confidence: float) -> tuple[dict, dict
         uniform = guessed.size > 0
     except ValueError:
         uniform = False
-    if uniform:
+    binary = uniform and _is_reciprocal(float(guessed[0]), allowed=(2,))
+    if uniform and (game == "reconstruction" or binary):
         values["mmc"] = int(prior_work.mmc_bound(profile, p, confidence=confidence))
+    elif uniform:
+        skipped["mmc"] = _MMC_MEMBERSHIP
     else:
         skipped["mmc"] = "applies only to uniform priors: every p_i must be 1/k for one k >= 2 (or 0, an abstention)"
-    if uniform and _is_reciprocal(float(guessed[0]), allowed=(2,)):
+    if binary:
         values["steinke"] = _steinke_count(profile, p, confidence)
     else:
         skipped["steinke"] = "applies only to membership inference: every p_i must be 1/2 (or 0, an abstention)"
@@ -236,7 +260,9 @@ def _steinke_count(profile, p: np.ndarray, confidence: float) -> int:
 # ---------------------------------------------------------------- the public function
 
 
-def best_bound(profile, p, *, n: int | None = None, confidence: float | None = None) -> BestBound:
+def best_bound(
+    profile, p, *, n: int | None = None, confidence: float | None = None, game: str = "reconstruction"
+) -> BestBound:
     """The smallest bound, over ours and every applicable comparator, for one setting.
 
     * ``confidence=None``: one target; ``p`` is the prior success of the a priori optimal guess (a
@@ -247,9 +273,17 @@ def best_bound(profile, p, *, n: int | None = None, confidence: float | None = N
       count bounds (smallest c with Pr[#attacked >= c + 1] <= 1 - confidence): ours
       (``theorems.count_bound``), mmc and steinke where their uniform-prior conditions hold.
 
+    * ``game="reconstruction"`` (default): the secret is a record (or an attribute of it), changing it
+      replaces the record, and an add/remove profile is first converted to the replace-one profile of
+      the same mechanism (``profiles.for_game``: DP-SGD is re-accounted); MMC's k-ary game and
+      Steinke's binary game are then played with replaced records, as in the paper's encoding.
+      ``game="membership"``: the secret is a membership bit, the profile is used as given (add/remove
+      is the right relation), MMC applies only with k = 2 and Steinke in its own setting.
+
     Returns a BestBound whose ``value`` is the minimum of ``all`` and ``source`` its name (ours wins
     ties). Raises ValueError for n > 1 targets without a confidence.
     """
+    profile = theorems._profile(profile, game)
     arr = _validate.probability("p", p)
     if arr.ndim > 1:
         raise ValueError(f"p must be a number or a 1-d array of prior success probabilities, got shape {arr.shape}.")
@@ -267,15 +301,15 @@ def best_bound(profile, p, *, n: int | None = None, confidence: float | None = N
                 f"best_bound over n = {arr.size} targets needs a confidence (e.g. confidence=0.95) for a count "
                 "bound; without one it bounds one target's success probability."
             )
-        values, skipped = _probability_bounds(profile, float(arr[0]))
+        values, skipped = _probability_bounds(profile, float(arr[0]), game)
         kind = "probability"
     else:
         c = _validate.confidence("confidence", confidence)
         if c.ndim != 0:
             raise ValueError(f"confidence must be a single number in (0, 1), got {confidence!r}.")
-        values, skipped = _count_bounds(profile, arr, float(c))
+        values, skipped = _count_bounds(profile, arr, float(c), game)
         kind = "count"
 
     source = min((name for name in SOURCES if name in values), key=lambda name: (values[name], SOURCES.index(name)))
     ordered = {name: values[name] for name in SOURCES if name in values}
-    return BestBound(values[source], source, ordered, {k: skipped[k] for k in SOURCES if k in skipped}, kind)
+    return BestBound(values[source], source, ordered, {k: skipped[k] for k in SOURCES if k in skipped}, kind, game, profile)

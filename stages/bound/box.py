@@ -1,11 +1,91 @@
-"""What every bound box shares: guesses per trial, confidence levels, and {confidence: count} results."""
+"""What every bound box shares: the played trials, confidence levels, and {confidence: count} results.
+
+A bound box is called as `compute(profile, prior, metric, trials, confidences)` (and, for bounds
+conditional on the release, `compute_per_trial(...)` with the same arguments). `trials` is either
+the attack's guesses, an int array (R, n, k) (or (n, k), (n,) for one trial), or a `PlayedTrials`:
+what the game keeps of each trial so that memory does not grow with trials x targets, namely the
+number of guesses per target k and the prior success p_i = Pr_{X ~ D_i}[l_i(X, z_i) = 1] of the
+attack's guesses grouped into distinct values with their multiplicities. Every theorem is a law of
+sum_i Bern(f(p_i)), symmetric in the targets, so the groups are a sufficient statistic: the count
+bounds from PlayedTrials equal those from the full guesses.
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 
 from stages.bound import _validate
 
-__all__ = ["guesses_per_trial", "as_confidences", "count_dict"]
+__all__ = ["PlayedTrials", "played_trials", "group_prior_success", "guesses_per_trial", "guesses_per_target", "as_confidences", "count_dict"]
+
+
+@dataclass(frozen=True)
+class PlayedTrials:
+    """The attack's prior success per trial, grouped: trial r has counts[j] targets with p = values[j] for
+    j in offsets[r]:offsets[r + 1]; k guesses per target; n_targets targets per trial."""
+
+    k: int
+    n_targets: int
+    values: np.ndarray
+    counts: np.ndarray
+    offsets: np.ndarray
+
+    def __post_init__(self) -> None:
+        offsets = np.asarray(self.offsets, dtype=np.int64)
+        counts = np.asarray(self.counts, dtype=np.int64)
+        if offsets.ndim != 1 or offsets.size < 2 or offsets[0] != 0 or offsets[-1] != counts.size or np.any(np.diff(offsets) < 1):
+            raise ValueError(f"offsets must run from 0 to len(counts) = {counts.size} in steps >= 1, got {offsets.tolist()[:8]}.")
+        sums = np.add.reduceat(counts, offsets[:-1])
+        if np.any(sums != self.n_targets):
+            raise ValueError(f"every trial must group its n_targets = {self.n_targets} targets, got trial sums {sums.tolist()[:8]}.")
+
+    @classmethod
+    def from_prior_success(cls, p_per_trial, k: int) -> "PlayedTrials":
+        """Group each row of p_per_trial (R, n): the prior success of each trial's guesses."""
+        rows = [np.asarray(p, dtype=float).reshape(-1) for p in p_per_trial]
+        groups = [group_prior_success(row) for row in rows]
+        return cls.from_groups(groups, k, rows[0].size)
+
+    @classmethod
+    def from_groups(cls, groups: list[tuple[np.ndarray, np.ndarray]], k: int, n_targets: int) -> "PlayedTrials":
+        """From one (values, counts) pair per trial, as group_prior_success returns them."""
+        if not groups:
+            raise ValueError("trials must hold at least one trial, got none.")
+        sizes = [len(v) for v, _ in groups]
+        return cls(
+            k=int(k), n_targets=int(n_targets),
+            values=np.concatenate([v for v, _ in groups]).astype(float),
+            counts=np.concatenate([c for _, c in groups]).astype(np.int64),
+            offsets=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+        )
+
+    def __len__(self) -> int:
+        return int(self.offsets.size - 1)
+
+    def groups(self, r: int) -> tuple[np.ndarray, np.ndarray]:
+        """(values, counts) of trial r."""
+        lo, hi = int(self.offsets[r]), int(self.offsets[r + 1])
+        return self.values[lo:hi], self.counts[lo:hi]
+
+    def prior_success(self, r: int) -> np.ndarray:
+        """Trial r's prior successes as an array (n,) in grouped order (the bounds do not depend on the order)."""
+        values, counts = self.groups(r)
+        return np.repeat(values, counts)
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return (self.prior_success(r) for r in range(len(self)))
+
+    def sums(self) -> np.ndarray:
+        """sum_i p_i per trial: the expected successes of each trial's guesses under the prior, array (R,)."""
+        return np.add.reduceat(self.values * self.counts, self.offsets[:-1])
+
+
+def group_prior_success(p) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct values, multiplicities) of one trial's prior successes p (n,)."""
+    values, counts = np.unique(np.asarray(p, dtype=float).reshape(-1), return_counts=True)
+    return values, counts.astype(np.int64)
 
 
 def guesses_per_trial(guesses) -> np.ndarray:
@@ -18,6 +98,22 @@ def guesses_per_trial(guesses) -> np.ndarray:
     if arr.ndim != 3 or 0 in arr.shape:
         raise ValueError(f"guesses must have shape (trials, n_targets, k) or (n_targets, k), got shape {np.shape(guesses)}.")
     return arr.astype(np.int64)
+
+
+def guesses_per_target(trials) -> int:
+    """k, the number of guesses per target, of PlayedTrials or of guesses (R, n, k)."""
+    if isinstance(trials, PlayedTrials):
+        return trials.k
+    return int(guesses_per_trial(trials).shape[2])
+
+
+def played_trials(prior, metric, trials) -> PlayedTrials:
+    """PlayedTrials as they are, or computed from guesses (R, n, k) with the prior and the metric."""
+    if isinstance(trials, PlayedTrials):
+        return trials
+    guesses = guesses_per_trial(trials)
+    return PlayedTrials.from_groups([group_prior_success(prior.success_probability(z, metric)) for z in guesses],
+                                    guesses.shape[2], guesses.shape[1])
 
 
 def as_confidences(confidences) -> np.ndarray:

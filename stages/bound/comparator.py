@@ -16,14 +16,22 @@ Counts read as in stages.bound.theorems.count_bound: the smallest c with Pr[#att
 
 Where a comparator needs a fixed (eps, delta) and the profile is a curve, each eps on a grid gives a
 valid bound and the smallest one is kept.
+
+The pipeline's games are reconstruction games: a target's secret is its record (or part of it), and
+changing it replaces the record. So every comparator gets the replace-one profile of the mechanism
+(an add/remove DP-SGD profile is re-accounted for replace-one first: stages.bound.profiles.for_game).
+That is what makes `mmc` and `steinke` valid here: with an add/remove profile, MMC's k > 2 game and
+Steinke's Theorem 5.2 cover only membership games (canaries added or removed); with the replace-one
+profile, MMC's k-ary game and Steinke's binary game (p = 1/2) are reconstruction games in the paper's
+encoding. For membership games use stages.bound.best.best_bound(..., game="membership").
 """
 from __future__ import annotations
 
 import numpy as np
 
 from stages.bound import prior_work
-from stages.bound.box import as_confidences, count_dict, guesses_per_trial
-from stages.bound.profiles import DPSGD, ApproxDP, GaussianDP, PureDP
+from stages.bound.box import as_confidences, count_dict, guesses_per_target
+from stages.bound.profiles import DPSGD, ApproxDP, GaussianDP, PureDP, for_game
 
 __all__ = ["ComparatorBound", "COMPARATORS"]
 
@@ -112,8 +120,12 @@ class ComparatorBound:
         self.comparator = name
 
     def compute(self, profile, prior, metric, guesses, confidences) -> dict[float, int]:
-        """{confidence: c} for p* = prior success of z*; guesses give only k (guesses per target)."""
-        k = guesses_per_trial(guesses).shape[2]
+        """{confidence: c} for p* = prior success of z*; guesses give only k (guesses per target).
+
+        The game is a reconstruction game, so the replace-one profile is used (see the module docstring).
+        """
+        profile = for_game(profile, "reconstruction")
+        k = guesses_per_target(guesses)  # guesses: PlayedTrials or (R, n, k)
         levels = as_confidences(confidences)
         p_star = np.asarray(prior.success_probability(prior.a_priori_guess(metric, k), metric), dtype=float)
         n = p_star.size

@@ -2,12 +2,14 @@
 
 The flipping probabilities beta_i depend on the attack's guesses, which are random, so the tail is
 averaged over R independent trials (fresh data, fresh release), plus n delta(eps) for approximate DP.
+The estimate needs every trial's prior successes at once: R x n floats while it is computed (the
+played trials themselves keep only their grouped values, stages.bound.box.PlayedTrials).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from stages.bound.box import as_confidences, count_dict, guesses_per_trial
+from stages.bound.box import as_confidences, count_dict, played_trials
 from stages.bound.theorems import expected_count_bound
 
 __all__ = ["ExpectedBound"]
@@ -18,10 +20,10 @@ class ExpectedBound:
 
     name = "expected"
 
-    def compute(self, profile, prior, metric, guesses, confidences) -> dict[float, int]:
-        """{confidence: c} estimated over the trials in guesses (shape (R, n, k))."""
+    def compute(self, profile, prior, metric, trials, confidences) -> dict[float, int]:
+        """{confidence: c} estimated over the trials (PlayedTrials, or guesses of shape (R, n, k))."""
         levels = as_confidences(confidences)
-        p_runs = np.stack([prior.success_probability(z, metric) for z in guesses_per_trial(guesses)])
+        p_runs = np.stack(list(played_trials(prior, metric, trials)))
         return count_dict(levels, expected_count_bound(profile, p_runs, levels))
 
     def params(self) -> dict:

@@ -5,9 +5,7 @@ attack makes), so the bound holds over the draw of the data and the release with
 """
 from __future__ import annotations
 
-import numpy as np
-
-from stages.bound.box import as_confidences, count_dict, guesses_per_trial
+from stages.bound.box import as_confidences, count_dict, guesses_per_target
 from stages.bound.theorems import count_bound
 
 __all__ = ["OneRunBound"]
@@ -18,9 +16,12 @@ class OneRunBound:
 
     name = "one_run"
 
-    def compute(self, profile, prior, metric, guesses, confidences) -> dict[float, int]:
-        """{confidence: c}: with probability >= confidence at most c targets are attacked (guesses give only k)."""
-        k = guesses_per_trial(guesses).shape[2]
+    def compute(self, profile, prior, metric, trials, confidences) -> dict[float, int]:
+        """{confidence: c}: with probability >= confidence at most c targets are attacked (trials give only k).
+
+        trials: PlayedTrials or guesses (R, n, k) (stages.bound.box).
+        """
+        k = guesses_per_target(trials)
         levels = as_confidences(confidences)
         p_star = prior.success_probability(prior.a_priori_guess(metric, k), metric)
         return count_dict(levels, count_bound(profile, p_star, levels))

@@ -123,11 +123,16 @@ def kgk_bound(profile, p):
 
     ``f`` is the profile's trade-off curve and ``kappa = p`` the baseline (a priori optimal)
     success probability. Applies to one target and one guess, any f-DP mechanism and any prior;
-    for mu-GDP it equals Phi(Phi^{-1}(kappa) + mu). Vectorised over ``p``.
+    for mu-GDP it equals Phi(Phi^{-1}(kappa) + mu). ``1 - f`` comes from the profile's
+    ``one_minus_tradeoff``, computed without cancellation, so tiny priors keep their digits.
+    Vectorised over ``p``.
     """
     kappa = _validate.probability("p", p)
-    f = np.asarray(profile.tradeoff(kappa), dtype=float)
-    return _as_output(np.clip(np.maximum(1.0 - f, kappa), 0.0, 1.0))
+    if hasattr(profile, "one_minus_tradeoff"):
+        power = np.asarray(profile.one_minus_tradeoff(kappa), dtype=float)
+    else:  # a duck-typed profile with a trade-off curve only
+        power = 1.0 - np.asarray(profile.tradeoff(kappa), dtype=float)
+    return _as_output(np.clip(np.maximum(power, kappa), 0.0, 1.0))
 
 
 # --------------------------------------------------------------------------------------------

@@ -33,6 +33,19 @@ class PrivacyProfile(ABC):
 
     #: Largest eps worth considering: beyond it delta(eps) no longer decreases (inf if it always does).
     max_useful_epsilon: float = math.inf
+    #: The neighbouring relation the guarantee is stated for: "replace_one" (the paper's convention,
+    #: and what every class but DPSGD(neighboring="add_remove") states) or "add_remove".
+    neighboring: str = "replace_one"
+
+    def replace_one(self) -> "PrivacyProfile":
+        """The profile of the same mechanism for replace-one neighbours (itself if it already is one).
+
+        The theorems of the paper compare datasets that differ by replacing target i's record, so a
+        reconstruction game needs this profile (see ``for_game``).
+        """
+        if self.neighboring == "replace_one":
+            return self
+        raise NotImplementedError(f"{self!r} does not say how to turn its {self.neighboring} guarantee into a replace-one one.")
 
     @property
     def name(self) -> str:
@@ -95,6 +108,23 @@ class PrivacyProfile(ABC):
         out = np.clip(np.max(lines, axis=1), 0.0, 1.0)
         return float(out[0]) if a.ndim == 0 else out.reshape(a.shape)
 
+    def one_minus_tradeoff(self, alpha):
+        """1 - f(alpha), the power of the best test at type-I error alpha, computed without cancellation.
+
+        ``1 - tradeoff(alpha)`` loses every digit below ~1e-16 (at small alpha, 1 - f(alpha) is tiny);
+        here each line of the envelope is complemented exactly: 1 - (1 - d - e^eps a) = d + e^eps a
+        and 1 - e^-eps (1 - d - a) = -expm1(-eps) + e^-eps (d + a); the minimum over the grid is the
+        complement of the envelope, so it is never below the true 1 - f.
+        """
+        a = _validate.probability("alpha", alpha)
+        flat = np.atleast_1d(a).astype(float)[:, None]
+        eps = self._tradeoff_grid[None, :]
+        d = self._tradeoff_deltas[None, :]
+        with np.errstate(over="ignore"):
+            lines = np.minimum(d + np.exp(eps) * flat, -np.expm1(-eps) + np.exp(-eps) * (d + flat))
+        out = np.clip(np.min(lines, axis=1), 0.0, 1.0)
+        return float(out[0]) if a.ndim == 0 else out.reshape(a.shape)
+
     @cached_property
     def _tradeoff_deltas(self) -> np.ndarray:
         return self.delta(self._tradeoff_grid)
@@ -129,6 +159,15 @@ class ApproxDP(PrivacyProfile):
         a = _validate.probability("alpha", alpha)
         e, d = self.eps, self.delta_
         out = np.maximum.reduce([np.zeros_like(a, dtype=float), 1 - d - math.exp(e) * a, math.exp(-e) * (1 - d - a)])
+        return float(out) if np.ndim(out) == 0 else out
+
+    def one_minus_tradeoff(self, alpha):
+        """1 - f_{eps, delta}(alpha) = min(1, delta + e^eps alpha, 1 - e^-eps (1 - delta - alpha)), without cancellation."""
+        a = _validate.probability("alpha", alpha)
+        e, d = self.eps, self.delta_
+        with np.errstate(over="ignore"):
+            out = np.minimum.reduce([np.ones_like(a, dtype=float), d + math.exp(min(e, 709.0)) * a,
+                                     -math.expm1(-e) + math.exp(-e) * (d + a)])
         return float(out) if np.ndim(out) == 0 else out
 
 
@@ -175,8 +214,15 @@ class GaussianDP(PrivacyProfile):
         return super().epsilon(delta)
 
     def tradeoff(self, alpha):
+        """f(alpha) = Phi(Phi^{-1}(1 - alpha) - mu), with Phi^{-1}(1 - alpha) taken as isf(alpha) (exact at small alpha)."""
         a = _validate.probability("alpha", alpha)
-        out = stats.norm.cdf(stats.norm.ppf(1.0 - a) - self.mu)
+        out = stats.norm.cdf(stats.norm.isf(a) - self.mu)
+        return float(out) if np.ndim(out) == 0 else out
+
+    def one_minus_tradeoff(self, alpha):
+        """1 - f(alpha) = Phi(Phi^{-1}(alpha) + mu), as the survival function (no cancellation at small alpha)."""
+        a = _validate.probability("alpha", alpha)
+        out = stats.norm.sf(stats.norm.isf(a) - self.mu)
         return float(out) if np.ndim(out) == 0 else out
 
 
@@ -216,6 +262,10 @@ class DPSGD(PrivacyProfile):
     ``"replace_one"`` (one example replaced by another: the clipped sum moves by up to 2C) or
     ``"add_remove"``. With ``sample_rate == 1`` the mechanism is exactly mu-GDP with
     ``mu = c sqrt(steps) / sigma`` (c = 2 for replace-one, 1 for add/remove) and that closed form is used.
+
+    An add/remove profile bounds membership inference (adding or removing a record) only; in a
+    reconstruction game the theorems use ``replace_one()``: the same training run accounted for
+    replace-one neighbours (exact, from the accountant; about twice the add/remove mu or eps).
     """
 
     NEIGHBORING = ("replace_one", "add_remove")
@@ -249,6 +299,16 @@ class DPSGD(PrivacyProfile):
             "steps": self.steps,
             "neighboring": self.neighboring,
         }
+
+    def replace_one(self) -> "DPSGD":
+        """The same DP-SGD run accounted for replace-one neighbours (itself if it already is)."""
+        if self.neighboring == "replace_one":
+            return self
+        return self._replace_one
+
+    @cached_property
+    def _replace_one(self) -> "DPSGD":
+        return DPSGD(self.noise_multiplier, self.sample_rate, self.steps, "replace_one", self.value_discretization_interval)
 
     @property
     def full_batch_mu(self) -> float | None:
@@ -324,3 +384,59 @@ class DPSGD(PrivacyProfile):
         if self.full_batch_mu is not None:
             return GaussianDP(self.full_batch_mu).tradeoff(alpha)
         return super().tradeoff(alpha)
+
+    def one_minus_tradeoff(self, alpha):
+        if self.full_batch_mu is not None:
+            return GaussianDP(self.full_batch_mu).one_minus_tradeoff(alpha)
+        return super().one_minus_tradeoff(alpha)
+
+
+#: The attack games the theorems cover, by what the secret X_i of target i is.
+GAMES = ("reconstruction", "membership")
+
+
+def for_game(profile: PrivacyProfile, game: str = "reconstruction") -> PrivacyProfile:
+    """The profile the theorems may use in ``game``.
+
+    * ``"reconstruction"`` (attribute inference and reconstruction too): X_i is target i's record,
+      and changing it *replaces* a record, so the profile must be a replace-one guarantee: an
+      add/remove profile is converted with ``profile.replace_one()`` (DP-SGD: the same run under
+      replace-one accounting).
+    * ``"membership"``: X_i is target i's membership bit, and changing it adds or removes i's record,
+      so an add/remove profile applies as it is (a replace-one profile applies when a non-member's
+      slot holds a fixed filler record, the paper's encoding of membership inference).
+    """
+    if game not in GAMES:
+        raise ValueError(f"game must be one of {list(GAMES)}, got {game!r}; use 'membership' only when X_i is a membership bit.")
+    return profile.replace_one() if game == "reconstruction" else profile
+
+
+def replace_one_from_add_remove(profile: PrivacyProfile) -> PrivacyProfile:
+    """The replace-one guarantee implied by ``profile`` read as an *add/remove* guarantee.
+
+    Replacing a record is removing it and adding another, so by group privacy for two steps:
+    mu-GDP -> 2 mu-GDP (Dong, Roth, Su 2019, Thm 2.14); eps-DP -> 2 eps-DP;
+    (eps, delta)-DP -> (2 eps, (1 + e^eps) delta)-DP; a Gaussian mechanism's add/remove L2
+    sensitivity s -> 2 s (triangle inequality, exact). DP-SGD is re-accounted exactly
+    (``DPSGD.replace_one``). Use it for a guarantee quoted under add/remove, e.g. ``GaussianDP(mu)``
+    from a paper that counts neighbours by addition or removal.
+    """
+    if isinstance(profile, DPSGD):
+        return DPSGD(profile.noise_multiplier, profile.sample_rate, profile.steps, "add_remove",
+                     profile.value_discretization_interval).replace_one()
+    if isinstance(profile, ComposedGaussian):
+        return ComposedGaussian(profile.noise_multiplier, profile.compositions, 2.0 * profile.sensitivity)
+    if isinstance(profile, GaussianDP):
+        return GaussianDP(2.0 * profile.mu)
+    if isinstance(profile, PureDP):
+        return PureDP(2.0 * profile.eps)
+    if isinstance(profile, ApproxDP):
+        e, d = profile.eps, profile.delta_
+        d2 = (1.0 + math.exp(e)) * d if e < 700 else (math.inf if d > 0 else 0.0)
+        if d2 >= 1.0:
+            raise ValueError(
+                f"profile {profile!r} read as add/remove gives replace-one delta (1 + e^eps) delta = {d2}, "
+                "which is >= 1 and guarantees nothing; use a smaller eps or delta."
+            )
+        return ApproxDP(2.0 * e, d2)
+    raise ValueError(f"profile must be a PureDP, ApproxDP, GaussianDP, ComposedGaussian or DPSGD, got {profile!r}.")

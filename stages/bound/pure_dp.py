@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stages.bound.box import as_confidences, count_dict, guesses_per_trial
+from stages.bound.box import as_confidences, count_dict, played_trials
 from stages.bound.profiles import ApproxDP
 from stages.bound.theorems import pure_dp_count_bound
 
@@ -30,20 +30,23 @@ class PureDPBound:
 
     name = "pure_dp"
 
-    def compute_per_trial(self, profile, prior, metric, guesses, confidences) -> dict[float, list[int]]:
-        """{confidence: [c_1, ..., c_R]}: the count bound conditional on each trial's release."""
+    def compute_per_trial(self, profile, prior, metric, trials, confidences) -> dict[float, list[int]]:
+        """{confidence: [c_1, ..., c_R]}: the count bound conditional on each trial's release.
+
+        trials: PlayedTrials or guesses (R, n, k) (stages.bound.box); one trial is expanded at a time.
+        """
         eps = pure_epsilon(profile)
         levels = as_confidences(confidences)
         per_trial = np.stack(
-            [np.broadcast_to(pure_dp_count_bound(eps, prior.success_probability(z, metric), levels), levels.shape)
-             for z in guesses_per_trial(guesses)],
+            [np.broadcast_to(pure_dp_count_bound(eps, p, levels), levels.shape)
+             for p in played_trials(prior, metric, trials)],
             axis=1,
         )
         return {float(c): [int(v) for v in row] for c, row in zip(levels, per_trial)}
 
-    def compute(self, profile, prior, metric, guesses, confidences) -> dict[float, int]:
+    def compute(self, profile, prior, metric, trials, confidences) -> dict[float, int]:
         """{confidence: c}: the largest per-trial bound, which holds for every trial (exact for one trial)."""
-        per_trial = self.compute_per_trial(profile, prior, metric, guesses, confidences)
+        per_trial = self.compute_per_trial(profile, prior, metric, trials, confidences)
         levels = np.asarray(list(per_trial), dtype=float)
         return count_dict(levels, [max(v) for v in per_trial.values()])
 

@@ -8,11 +8,15 @@ This module computes that distribution exactly (to floating point) for any ``n``
 * distinct values go through a divide-and-conquer tree of FFT convolutions, batched level by level,
   whose partial distributions are trimmed to the window holding all but ``TRIM`` of their mass.
 
-The mass trimmed away is tracked and returned, so callers that need a *valid upper bound* on a tail
-add it (``PoissonBinomial.sf`` does): trimming never makes a bound smaller.
+The mass trimmed away (summed from the dropped entries themselves) and a bound on the FFT's
+round-off are tracked and returned, so callers that need a *valid upper bound* on a tail add them
+(``PoissonBinomial.sf`` does): neither trimming nor rounding makes a bound smaller. Narrow partial
+distributions are convolved directly, which keeps every entry accurate to a few ulps relative, so
+small problems (a few dozen Bernoullis) get their far tails (1e-20 and below) to full precision.
 """
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -28,6 +32,8 @@ TRIM = 1e-14
 _TRIM_WIDTH = 128
 #: Leaf block size of the convolution tree (direct recursion below it).
 _LEAF = 16
+#: Rows up to this width are convolved directly (relative accuracy in the far tails), wider ones by FFT.
+_DIRECT_WIDTH = 64
 #: Number of copies from which equal betas are treated as one binomial.
 _GROUP_MIN = 8
 
@@ -37,7 +43,8 @@ class PoissonBinomial:
     """The law of a sum of independent Bernoullis, held as ``pmf[k] = Pr[S = offset + k]``.
 
     ``trimmed`` is an upper bound on the probability mass not represented by ``pmf`` (at most
-    ``TRIM`` per trimmed partial distribution); ``n`` is the number of Bernoullis.
+    ``TRIM`` per trimmed partial distribution, summed from the dropped entries) plus a bound on the
+    FFT round-off in the kept entries (see ``_convolve_rows``); ``n`` is the number of Bernoullis.
     """
 
     offset: int
@@ -65,10 +72,14 @@ class PoissonBinomial:
         return self.sf_all()[np.clip(v, 0, self.n + 1)]
 
 
-def _trim_rows(p: np.ndarray, offsets: np.ndarray, width_cap: int | None = None):
-    """Trim each row of p to the window outside which its mass is below TRIM/2 on each side."""
+def _trim_rows(p: np.ndarray, offsets: np.ndarray):
+    """Trim each row of p to the window outside which its mass is below TRIM/2 on each side.
+
+    Returns the trimmed rows, their offsets and the mass dropped, summed from the dropped entries
+    themselves (never as ``sum(p) - sum(kept)``, which rounds away anything below ~1e-16).
+    """
     left = np.cumsum(p, axis=1)
-    right = np.cumsum(p[:, ::-1], axis=1)[:, ::-1]
+    right = np.cumsum(p[:, ::-1], axis=1)[:, ::-1]  # right[:, k] = sum of p[:, k:]
     # first index whose cumulative mass exceeds TRIM/2, last index whose reverse cumsum does
     start = np.argmax(left > TRIM / 2, axis=1)
     stop = p.shape[1] - np.argmax(right[:, ::-1] > TRIM / 2, axis=1)  # exclusive
@@ -79,19 +90,49 @@ def _trim_rows(p: np.ndarray, offsets: np.ndarray, width_cap: int | None = None)
     cols = start[:, None] + np.arange(width)[None, :]
     inside = cols < stop[:, None]
     kept = np.where(inside, p[rows, np.minimum(cols, p.shape[1] - 1)], 0.0)
-    dropped = float(np.sum(p) - np.sum(kept))
-    return kept, offsets + start, max(dropped, 0.0)
+    r = np.arange(p.shape[0])
+    below = np.where(start > 0, left[r, np.maximum(start - 1, 0)], 0.0)
+    above = np.where(stop < p.shape[1], right[r, np.minimum(stop, p.shape[1] - 1)], 0.0)
+    return kept, offsets + start, float(np.sum(below) + np.sum(above))
+
+
+def _convolve_rows(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
+    """Row-wise full convolutions of a and b (same shape (rows, w)), and a bound on their round-off.
+
+    Narrow rows are convolved directly: sums of products of non-negative numbers, exact to a few
+    ulps *relative* to each entry, so far tails keep their digits. Wide rows go through the FFT,
+    whose error is absolute; the second value bounds the sum over rows of the 1-norm of that error
+    (Higham 2002, Thm 24.2: each FFT is accurate to 2-norm relative error (log2 N) eta with
+    eta <= 6.7 u; propagated through the product and the inverse transform, the convolution's
+    error has 2-norm <= (3 eta log2 N + u) (|a|_2 + |b|_2), and 1-norm <= sqrt(2w - 1) times that,
+    doubled for margin). It is added to the tails like trimmed mass, so no tail is ever understated.
+    """
+    rows, w = a.shape
+    if w <= _DIRECT_WIDTH:
+        out = np.zeros((rows, 2 * w - 1))
+        for j in range(w):
+            out[:, j : j + w] += a[:, j : j + 1] * b
+        return out, 0.0
+    size = 1 << int(np.ceil(np.log2(2 * w - 1)))
+    out = np.fft.irfft(np.fft.rfft(a, n=size, axis=1) * np.fft.rfft(b, n=size, axis=1), n=size, axis=1)
+    out = out[:, : 2 * w - 1]
+    np.maximum(out, 0.0, out=out)
+    u = np.finfo(float).eps / 2
+    norms = np.linalg.norm(a, axis=1) + np.linalg.norm(b, axis=1)
+    per_norm = 2.0 * math.sqrt(2 * w - 1) * (3 * 6.7 * u * math.log2(size) + u)
+    return out, float(per_norm * np.sum(norms))
 
 
 def _leaf_pmfs(beta: np.ndarray) -> np.ndarray:
     """Distributions of the sums of consecutive blocks of _LEAF betas (rows), by direct recursion."""
-    nb = -(-len(beta) // _LEAF)
-    b = np.zeros(nb * _LEAF)
+    leaf = max(1, min(_LEAF, len(beta)))
+    nb = -(-len(beta) // leaf)
+    b = np.zeros(nb * leaf)
     b[: len(beta)] = beta
-    b = b.reshape(nb, _LEAF).T.copy()  # (LEAF, nb): each step works on contiguous rows
-    p = np.zeros((_LEAF + 1, nb))
+    b = b.reshape(nb, leaf).T.copy()  # (leaf, nb): each step works on contiguous rows
+    p = np.zeros((leaf + 1, nb))
     p[0] = 1.0
-    for t in range(_LEAF):
+    for t in range(leaf):
         bt, ct = b[t], 1.0 - b[t]
         moved = p[: t + 1] * bt  # mass that gains one success
         p[1 : t + 2] *= ct
@@ -112,12 +153,8 @@ def _convolve_tree(beta: np.ndarray) -> PoissonBinomial:
             pad[0, 0] = 1.0
             p = np.vstack([p, pad])
             offsets = np.append(offsets, 0)
-        w = p.shape[1]
-        size = 1 << int(np.ceil(np.log2(2 * w - 1)))
-        f = np.fft.rfft(p, n=size, axis=1)
-        prod = f[0::2] * f[1::2]
-        p = np.fft.irfft(prod, n=size, axis=1)[:, : 2 * w - 1]
-        np.maximum(p, 0.0, out=p)
+        p, error = _convolve_rows(p[0::2], p[1::2])
+        trimmed += error
         offsets = offsets[0::2] + offsets[1::2]
         if p.shape[1] > _TRIM_WIDTH:
             p, offsets, dropped = _trim_rows(p, offsets)
@@ -127,23 +164,29 @@ def _convolve_tree(beta: np.ndarray) -> PoissonBinomial:
 
 
 def _convolve(a: PoissonBinomial, b: PoissonBinomial) -> PoissonBinomial:
-    if len(a.pmf) < 64 or len(b.pmf) < 64:
-        pmf = np.convolve(a.pmf, b.pmf)
+    if min(len(a.pmf), len(b.pmf)) <= _DIRECT_WIDTH:  # direct: exact to a few ulps per entry
+        pmf, error = np.convolve(a.pmf, b.pmf), 0.0
     else:
-        size = 1 << int(np.ceil(np.log2(len(a.pmf) + len(b.pmf) - 1)))
-        pmf = np.fft.irfft(np.fft.rfft(a.pmf, size) * np.fft.rfft(b.pmf, size), size)
-        pmf = np.maximum(pmf[: len(a.pmf) + len(b.pmf) - 1], 0.0)
+        rows = np.zeros((2, max(len(a.pmf), len(b.pmf))))
+        rows[0, : len(a.pmf)] = a.pmf
+        rows[1, : len(b.pmf)] = b.pmf
+        pmf, error = _convolve_rows(rows[:1], rows[1:])
+        pmf = pmf[0, : len(a.pmf) + len(b.pmf) - 1]
+    if len(pmf) <= _TRIM_WIDTH:  # narrow: keep every entry (far tails stay exact)
+        return PoissonBinomial(a.offset + b.offset, pmf, a.n + b.n, a.trimmed + b.trimmed + error)
     out, off, dropped = _trim_rows(pmf[None, :], np.array([a.offset + b.offset]))
-    return PoissonBinomial(int(off[0]), out[0], a.n + b.n, a.trimmed + b.trimmed + dropped)
+    return PoissonBinomial(int(off[0]), out[0], a.n + b.n, a.trimmed + b.trimmed + error + dropped)
 
 
 def _binomial(count: int, prob: float) -> PoissonBinomial:
     """Binomial(count, prob) restricted to the window holding all but ~TRIM of its mass.
 
-    The window comes from scipy's quantiles; the mass outside it is measured (1 - sum) and
-    carried as ``trimmed``, and if the quantiles were off (more than 1e-12 outside) the whole
+    The window comes from scipy's quantiles; the mass outside it is measured from the binomial's
+    tails and carried as ``trimmed``, and if the quantiles were off (more than 1e-12 outside) the whole
     support is used instead.
     """
+    if count < _TRIM_WIDTH:  # narrow: the whole support, so far tails stay exact
+        return PoissonBinomial(0, stats.binom.pmf(np.arange(count + 1), count, prob), count, 0.0)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # scipy's quantile search may not bracket
         lo = stats.binom.ppf(TRIM / 2, count, prob)
@@ -152,7 +195,8 @@ def _binomial(count: int, prob: float) -> PoissonBinomial:
         lo, hi = max(int(lo) - 1, 0), min(int(hi) + 2, count)
         k = np.arange(lo, hi + 1)
         pmf = stats.binom.pmf(k, count, prob)
-        trimmed = max(0.0, 1.0 - float(np.sum(pmf))) if (lo > 0 or hi < count) else 0.0
+        # the mass outside [lo, hi], from the binomial's own tails (not 1 - sum, which rounds it away)
+        trimmed = float(stats.binom.cdf(lo - 1, count, prob) + stats.binom.sf(hi, count, prob))
         if trimmed <= 1e-12:
             return PoissonBinomial(lo, pmf, count, trimmed)
     return PoissonBinomial(0, stats.binom.pmf(np.arange(count + 1), count, prob), count, 0.0)

@@ -22,11 +22,21 @@ import numpy as np
 from scipy import optimize, special
 
 from . import _validate
-from .profiles import DPSGD, ApproxDP, ComposedGaussian, PrivacyProfile
+from .profiles import DPSGD, GAMES, ApproxDP, ComposedGaussian, PrivacyProfile, for_game
 from .tails import PoissonBinomial, distribution_grouped
 
 #: Beyond this eps every beta with p >= 1e-80 is 1 to machine precision: no need to search further.
 EPS_CEILING = 200.0
+#: The eps lattice on which the searches look for every valley of the bound: geometric points per
+#: octave (over 14 octaves below the top of the search) and linear points up to the top.
+_SCAN_PER_OCTAVE = 8
+_SCAN_LINEAR = 64
+#: A valley of the bound is refined when its grid value is within this (relative) of the best grid
+#: value (tail_bound) or of the target (count_bound): a margin, so that a valley whose grid point sits a
+#: little above the best one (the lattice only samples it) is still refined.
+_VALLEY_RTOL = 0.02
+#: Points of the zoomed grid tail_bound lays across each lattice bracket it refines.
+_ZOOM_POINTS = 17
 
 
 # --------------------------------------------------------------------------------------------
@@ -59,12 +69,14 @@ def _priors(p) -> np.ndarray:
     return arr
 
 
-def _profile(profile) -> PrivacyProfile:
+def _profile(profile, game: str = "reconstruction") -> PrivacyProfile:
+    """The profile checked and made valid for ``game`` (an add/remove profile becomes replace-one
+    in a reconstruction game: see ``profiles.for_game``)."""
     if not isinstance(profile, PrivacyProfile):
         raise ValueError(
             f"profile must be a PrivacyProfile (PureDP, ApproxDP, GaussianDP, DPSGD, ComposedGaussian), got {profile!r}."
         )
-    return profile
+    return for_game(profile, game)
 
 
 # --------------------------------------------------------------------------------------------
@@ -202,6 +214,19 @@ class _OneRun:
         self.weights = self.counts.astype(float)
         with np.errstate(divide="ignore"):
             self.logits = special.logit(self.values)
+        if self.approximate and len(self.logits) > _APPROXIMATE_BINS:
+            # The normal approximation only steers the search, so the priors may be pooled: one
+            # weighted logit per narrow bin keeps the mean and variance of S* to ~1e-6 relative and
+            # makes an evaluation cost O(bins), not O(n).
+            finite = np.isfinite(self.logits)
+            lg, w = self.logits[finite], self.weights[finite]
+            edges = np.linspace(lg.min(), lg.max(), _APPROXIMATE_BINS + 1)
+            idx = np.clip(np.searchsorted(edges, lg, side="right") - 1, 0, _APPROXIMATE_BINS - 1)
+            total = np.bincount(idx, weights=w, minlength=_APPROXIMATE_BINS)
+            moment = np.bincount(idx, weights=w * lg, minlength=_APPROXIMATE_BINS)
+            used = total > 0
+            self.logits = np.concatenate([moment[used] / total[used], self.logits[~finite]])
+            self.weights = np.concatenate([total[used], self.weights[~finite]])
 
     def at(self, eps: float):
         eps = float(eps)
@@ -286,17 +311,54 @@ class _OneRun:
             return np.array([0.0])
         return np.unique(np.concatenate([[0.0], np.geomspace(top / 2 ** (k - 2), top, k - 1)]))
 
+    def scan_grid(self, v: int, top: float) -> np.ndarray:
+        """eps values on which every valley of B(v, .) shows as a local minimum of the grid.
 
-def tail_bound_at(profile, p, v, eps) -> float:
+        B(v, .) is not unimodal in eps (the LP's tangent point moves in steps), so refining around the
+        best point of a coarse grid can miss a deeper valley. The coarse geometric grid up to ``top``
+        finds the span where B(v, .) < 1 (outside it the bound saturates at 1); inside the span the
+        grid is the points of a fixed lattice (_SCAN_PER_OCTAVE geometric points per octave and
+        _SCAN_LINEAR linear ones up to ``top``), shared by every v so that their distributions of S*
+        are computed once.
+        """
+        coarse = self.grid(top, 16)
+        vals = np.array([self.search_objective(e, v) for e in coarse])
+        inside = np.flatnonzero(vals < 1.0)
+        if inside.size == 0:  # saturated on the whole coarse grid: look around the tilt's minimum
+            inside = np.array([int(np.argmin(vals))])
+        lo = float(coarse[max(inside[0] - 1, 0)])
+        hi = float(coarse[min(inside[-1] + 1, len(coarse) - 1)])
+        if top <= 0:
+            return coarse
+        octaves = np.arange(0, 14 * _SCAN_PER_OCTAVE + 1) / _SCAN_PER_OCTAVE
+        lattice = np.concatenate([top * 2.0**-octaves, np.linspace(0.0, top, _SCAN_LINEAR + 1)])
+        grid = np.unique(np.concatenate([coarse, lattice[(lattice >= lo) & (lattice <= hi)]]))
+        # merge points that coincide up to rounding (the two lattices share top / 2^k): a valley's
+        # bracket must reach its real neighbours
+        return grid[np.concatenate([[True], np.diff(grid) > 1e-9 * grid[1:]])]
+
+    def valleys(self, grid: np.ndarray, v: int) -> list[tuple[float, float, float]]:
+        """(grid value, lo, hi) for every local minimum of B(v, .) on the grid, lo and hi its neighbours."""
+        vals = np.array([self.search_objective(e, v) for e in grid])
+        out = []
+        for i in range(len(grid)):
+            left = vals[i - 1] if i > 0 else math.inf
+            right = vals[i + 1] if i + 1 < len(grid) else math.inf
+            if vals[i] < left and vals[i] <= right:  # strict on the left: a plateau counts once
+                out.append((float(vals[i]), float(grid[max(i - 1, 0)]), float(grid[min(i + 1, len(grid) - 1)])))
+        return out
+
+
+def tail_bound_at(profile, p, v, eps, *, game: str = "reconstruction") -> float:
     """The one-run bound at a fixed eps: Pr[S* >= v] + alpha n delta(eps) (no minimisation)."""
-    profile = _profile(profile)
+    profile = _profile(profile, game)
     q = _priors(p)
     v = _validate.integer("v", v)
     e = float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))
     return float(_OneRun(profile, q).objective(e, v))
 
 
-def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7):
+def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7, game: str = "reconstruction"):
     """The one-run theorem (appendix generalisations of Steinke, Nasr, Jagielski's Thm 5.2).
 
     Pr[successes >= v] <= min_{eps >= 0} Pr[sum_i Bern(beta_i(eps)) >= v] + alpha(eps, v) n delta(eps)
@@ -306,10 +368,17 @@ def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7):
     over F with E[F] <= n delta(eps)); that equals the paper's dual point
     alpha = max(0, max_{j in [n]} (Pr[S* >= v - j] - Pr[S* >= v]) / j) while n delta(eps) is below the
     tangent point, and is smaller beyond it (see _lp_value).
-    The outer minimum is found by a grid and Brent's method to ``rtol`` relative; the value
-    returned is attained at the returned eps (it is a valid bound, never an interpolation).
+    The objective is not unimodal in eps (the LP's tangent point moves in steps), so the outer
+    minimum is found on a grid that resolves every valley (``_OneRun.scan_grid``) and Brent's method
+    in each valley, to ``rtol`` relative; the value returned is attained at the returned eps (it is
+    a valid bound, never an interpolation).
+
+    ``game``: "reconstruction" (the default; also attribute inference) or "membership" (X_i is a
+    membership bit); in a reconstruction game an add/remove profile is replaced by the replace-one
+    profile of the same mechanism (``profiles.for_game``), as the theorem compares datasets that
+    differ by replacing target i's record.
     """
-    profile = _profile(profile)
+    profile = _profile(profile, game)
     q = _priors(p)
     v = _validate.integer("v", v)
     n = len(q)
@@ -321,14 +390,24 @@ def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7):
     f = lambda e: run.search_objective(e, v)
     scale = max(float(run.at(0.0)[0](np.array([v]))[0]), 1e-300)  # the objective is >= T_0(v)
     top = run.eps_max(scale)
-    grid = run.grid(top, 16)
-    vals = np.array([f(e) for e in grid])
-    k = int(np.argmin(vals))
-    lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
-    if hi > lo:
-        optimize.minimize_scalar(
-            f, bounds=(lo, hi), method="bounded", options={"xatol": max(1e-12, rtol * max(hi, 1e-9)), "maxiter": 200}
-        )
+    # One target has no LP steps (B = beta + (1 - beta) delta), so the coarse grid sees its valleys.
+    lattice = n > 1
+    valleys = run.valleys(run.scan_grid(v, top) if lattice else run.grid(top, 16), v)
+    best_grid = min(value for value, _, _ in valleys)
+    for value, lo, hi in valleys:
+        if value > best_grid * (1.0 + _VALLEY_RTOL) or hi <= lo:
+            continue
+        # the lattice bracket may still hold several teeth of the objective: zoom in once, and run
+        # Brent's method in every local minimum of the zoomed grid
+        zoom = np.linspace(lo, hi, _ZOOM_POINTS if lattice else 2)
+        zoomed = run.valleys(zoom, v)
+        best_zoom = min(z for z, _, _ in zoomed)
+        for z, zlo, zhi in zoomed:
+            if z <= best_zoom * (1.0 + _VALLEY_RTOL) and zhi > zlo:
+                optimize.minimize_scalar(
+                    f, bounds=(zlo, zhi), method="bounded",
+                    options={"xatol": max(1e-12, rtol * max(zhi, 1e-9)), "maxiter": 200},
+                )
     best = min(run.cache, key=lambda e: run.objective(e, v))
     value = run.objective(best, v)
     return (value, best) if return_eps else value
@@ -336,19 +415,38 @@ def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7):
 
 #: From this many targets count_bound seeds its exact search with a normal approximation.
 _APPROXIMATE_FROM = 20000
+#: The normal approximation pools the priors into this many bins of logit(p).
+_APPROXIMATE_BINS = 4096
+#: From this many targets count_bound looks for the valleys of the bound on a normal approximation
+#: (cheap), and refines exactly those whose approximate value is within _APPROX_VALLEY_RTOL of the target.
+_SCAN_APPROXIMATE_FROM = 2000
+_APPROX_VALLEY_RTOL = 0.1
+
+
 
 
 def _count_search(
-    run: "_OneRun", targets: np.ndarray, seeds, brackets: dict | None = None, hints: dict | None = None
+    run: "_OneRun",
+    targets: np.ndarray,
+    seeds,
+    brackets: dict | None = None,
+    hints: dict | None = None,
+    scan: "_OneRun | None" = None,
+    top: float = EPS_CEILING,
 ) -> list[int]:
     """For each target t, the smallest v - 1 such that some evaluated eps has B(v, eps) <= t.
 
     Starting from the seed eps values, alternates Brent's method on eps -> B(v - 1, eps) with a jump
     to the smallest v that passes at any evaluated eps, until v no longer improves. Brent runs to
     1e-4 relative in eps, which puts B within ~1e-8 relative of its minimum (the valley is smooth).
+    B(v - 1, .) is not unimodal in eps, so when the valley next to the certifying eps does not pass,
+    every other valley of B(v - 1, .) is looked for on ``scan``'s grid (``_OneRun.scan_grid``; ``scan``
+    is ``run`` itself, or a cheap normal approximation of it for large n) and those whose grid value
+    is within _VALLEY_RTOL of t are refined on ``run``.
     Records the eps that certified each target in ``run.best_eps``.
     """
     n = run.n
+    scan = run if scan is None else scan
     for e in seeds:
         run.at(float(min(max(e, 0.0), EPS_CEILING)))
     memo: dict = {}
@@ -402,6 +500,17 @@ def _count_search(
                 options={"xatol": max(1e-12, 1e-4 * hi), "maxiter": 100},
             )
 
+    def other_valleys(v: int, centre: float, t: float) -> bool:
+        """Brent's method in every valley of B(v, .) not containing ``centre`` that may reach t."""
+        refined = False
+        for value, lo, hi in scan.valleys(scan.scan_grid(v, top), v):
+            margin = _VALLEY_RTOL if scan is run else _APPROX_VALLEY_RTOL
+            if lo <= centre <= hi or value >= 1.0 or value > t * (1.0 + margin):
+                continue
+            minimise(v, centre, (lo, hi))
+            refined = True
+        return refined
+
     out = []
     run.best_eps = {}
     for t in targets:
@@ -411,6 +520,8 @@ def _count_search(
             minimise(v - 1, e, bracket)
             bracket = None
             new_v, new_e = improve(t, v, e)
+            if new_v >= v and other_valleys(v - 1, e, t):
+                new_v, new_e = improve(t, v, e)
             if new_v >= v:
                 break
             v, e = new_v, new_e
@@ -419,14 +530,15 @@ def _count_search(
     return out
 
 
-def count_bound(profile, p, confidence=0.95):
+def count_bound(profile, p, confidence=0.95, *, game: str = "reconstruction"):
     """The smallest c with tail_bound(profile, p, c + 1) <= 1 - confidence, for each confidence.
 
     "With probability >= confidence, the attack succeeds on at most c of the n targets." Every
     count returned is certified by an eps at which the one-run bound is <= 1 - confidence; the
-    search over eps (see _count_search) is as fine as tail_bound's, so c agrees with the definition.
+    search over eps (see _count_search) visits every valley tail_bound does, so c agrees with the
+    definition. ``game`` as in tail_bound (an add/remove profile is made replace-one for reconstruction).
     """
-    profile = _profile(profile)
+    profile = _profile(profile, game)
     q = _priors(p)
     conf = _validate.confidence("confidence", confidence)
     confs = np.atleast_1d(conf)
@@ -436,13 +548,16 @@ def count_bound(profile, p, confidence=0.95):
         # Locate each target's eps on a normal approximation of S* (cheap), then search exactly
         # from there: every count returned is still certified by an exact evaluation.
         approx = _OneRun(profile, q, approximate=True)
-        guess = _count_search(approx, targets, seeds=approx.grid(approx.eps_max(float(np.min(targets))), 10))
+        top = approx.eps_max(float(np.min(targets)))
+        guess = _count_search(approx, targets, seeds=approx.grid(top, 10), top=top)
         seeds = list(approx.best_eps.values())
         brackets = {t: (e / 1.02, e * 1.02) for t, e in approx.best_eps.items()}
         hints = {float(t): c + 1 for t, c in zip(targets, guess)}
-        out = _count_search(run, targets, seeds=seeds, brackets=brackets, hints=hints)
+        out = _count_search(run, targets, seeds=seeds, brackets=brackets, hints=hints, scan=approx, top=top)
     else:
-        out = _count_search(run, targets, seeds=run.grid(run.eps_max(float(np.min(targets))), 10))
+        top = run.eps_max(float(np.min(targets)))
+        scan = _OneRun(profile, q, approximate=True) if len(q) >= _SCAN_APPROXIMATE_FROM else None
+        out = _count_search(run, targets, seeds=run.grid(top, 10), top=top, scan=scan)
     out = np.array(out, dtype=int)
     return int(out[0]) if conf.ndim == 0 else out.reshape(conf.shape)
 
@@ -477,7 +592,7 @@ def _expected_grid(profile: PrivacyProfile, n: int) -> np.ndarray:
     return np.unique(np.concatenate([[0.0], np.geomspace(max(top, 1e-9) / 1e4, max(top, 1e-9), 40)]))
 
 
-def expected_tail(profile, p_runs, v, *, eps=None):
+def expected_tail(profile, p_runs, v, *, eps=None, game: str = "reconstruction"):
     """Theorem 3.2 (f-DP form of Cor. "approx_simple"), estimated from R runs of the mechanism.
 
     Pr[successes >= v] <= E_{X, a}[ Pr[sum_i Bern(beta_i(A(a), eps)) >= v] ] + n delta(eps).
@@ -486,8 +601,9 @@ def expected_tail(profile, p_runs, v, *, eps=None):
     expectation is replaced by the mean over runs; returns ``(value, standard_error)`` with the
     Monte-Carlo standard error of that mean. eps is minimised over a grid unless given (the
     minimum of a noisy estimate is slightly optimistic; fix eps in advance for a strict test).
+    ``game`` as in tail_bound.
     """
-    profile = _profile(profile)
+    profile = _profile(profile, game)
     runs = _runs(p_runs)
     n = runs.shape[1]
     v = _validate.integer("v", v)
@@ -510,9 +626,9 @@ def expected_tail(profile, p_runs, v, *, eps=None):
     return best
 
 
-def expected_count_bound(profile, p_runs, confidence=0.95):
-    """The smallest c with expected_tail(profile, p_runs, c + 1) <= 1 - confidence (estimate)."""
-    profile = _profile(profile)
+def expected_count_bound(profile, p_runs, confidence=0.95, *, game: str = "reconstruction"):
+    """The smallest c with expected_tail(profile, p_runs, c + 1) <= 1 - confidence (estimate); ``game`` as in tail_bound."""
+    profile = _profile(profile, game)
     runs = _runs(p_runs)
     conf = _validate.confidence("confidence", confidence)
     n = runs.shape[1]
@@ -528,22 +644,23 @@ def expected_count_bound(profile, p_runs, confidence=0.95):
 # --------------------------------------------------------------------------------------------
 # Single-target views
 # --------------------------------------------------------------------------------------------
-def success_bound(profile, p) -> float:
+def success_bound(profile, p, *, game: str = "reconstruction") -> float:
     """n = 1 posterior bound: min_eps beta(eps, p) + (1 - beta(eps, p)) delta(eps).
 
     This is tail_bound with one target and v = 1 (then alpha = 1 - beta). For p = 1/2 and mu-GDP
-    it equals Phi(mu / 2), the optimal membership-inference accuracy.
+    it equals Phi(mu / 2), the optimal membership-inference accuracy. ``game`` as in tail_bound: an
+    add/remove DP-SGD profile bounds a reconstruction game through its replace-one accounting.
     """
     q = _validate.probability("p", p)
     if q.ndim != 0:
         raise ValueError(f"p must be a single prior success probability, got an array of shape {q.shape}.")
-    return tail_bound(profile, [float(q)], 1)
+    return tail_bound(profile, [float(q)], 1, game=game)
 
 
-def advantage_bound(profile, p) -> float:
+def advantage_bound(profile, p, *, game: str = "reconstruction") -> float:
     """Generalised advantage bound (posterior - prior) / (1 - prior) (Cherubin et al. 2017)."""
     q = float(_validate.probability("p", p, open_high=True))
-    return max(0.0, (success_bound(profile, q) - q) / (1.0 - q))
+    return max(0.0, (success_bound(profile, q, game=game) - q) / (1.0 - q))
 
 
 def eps_protect(p, threshold: float = 0.05, delta: float = 1e-5) -> float:
@@ -585,19 +702,23 @@ def calibrate_noise(
     steps: int = 1,
     neighboring: str = "replace_one",
     rtol: float = 1e-4,
+    game: str = "reconstruction",
 ) -> float:
     """The smallest noise multiplier whose bound keeps the risk under ``target`` for prior ``p``.
 
     kind="advantage": advantage_bound(profile, max(p)) <= target (the most exposed target decides).
     kind="count": count_bound(profile, p, confidence) <= target successes.
     mechanism="gaussian": ComposedGaussian(sigma, compositions, sensitivity);
-    mechanism="dpsgd": DPSGD(sigma, sample_rate, steps, neighboring).
+    mechanism="dpsgd": DPSGD(sigma, sample_rate, steps, neighboring); in a reconstruction ``game`` (the
+    default) its replace-one accounting is what the bound uses, whatever ``neighboring`` says.
     Bounds only weaken as noise shrinks, so a bisection on log sigma finds the threshold; the sigma
     returned satisfies the target (it is the upper end of the final bracket).
     """
     q = _priors(p)
     if kind not in ("advantage", "count"):
         raise ValueError(f"kind must be 'advantage' or 'count', got {kind!r}.")
+    if game not in GAMES:
+        raise ValueError(f"game must be one of {list(GAMES)}, got {game!r}.")
     if mechanism not in ("gaussian", "dpsgd"):
         raise ValueError(f"mechanism must be 'gaussian' or 'dpsgd', got {mechanism!r}.")
     if kind == "advantage":
@@ -613,8 +734,8 @@ def calibrate_noise(
     def ok(sigma: float) -> bool:
         prof = profile_for(sigma)
         if kind == "advantage":
-            return advantage_bound(prof, float(np.max(q))) <= tgt
-        return count_bound(prof, q, confidence) <= tgt
+            return advantage_bound(prof, float(np.max(q)), game=game) <= tgt
+        return count_bound(prof, q, confidence, game=game) <= tgt
 
     if kind == "count" and tgt >= len(q):
         raise ValueError(f"target must be < n = {len(q)} successes to constrain anything, got {tgt}.")

@@ -44,8 +44,9 @@ def data_path(relative: str | os.PathLike, data_dir: str | os.PathLike | None = 
         path = Path(data_dir).expanduser() / path
     if not path.is_file():
         raise FileNotFoundError(
-            f"data file {path} does not exist; copy it there (see ../shared/data/README.md for where each file "
-            f"comes from) or point data_dir or the {DATA_ENV} environment variable at the folder that holds it."
+            f"data file {path} does not exist; set data_dir=<folder that holds it> on the command line (or the "
+            f"{DATA_ENV} environment variable), or copy the file there (../shared/data/README.md says where each "
+            f"file comes from)."
         )
     return path
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import math
 import os
-import re
 
 import numpy as np
 from scipy import optimize, special
@@ -59,18 +58,42 @@ def fit_zipf_exponent(counts) -> float:
     return float(optimize.brentq(score, 0.0, _MAX_EXPONENT, xtol=1e-12))
 
 
+def _count(text: str, where: str) -> float:
+    """One count: a finite non-negative number, else a ValueError naming where it came from and the value."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{where} must be a non-negative number, got {text!r}; fix or remove that line.")
+    return value
+
+
 def read_counts(path) -> np.ndarray:
-    """Counts from a CSV with a `count` column, or from `uniq -c` text lines '<count> <item>'."""
+    """Counts from a CSV with a `count` column, or from `uniq -c` text lines '<count> <item>'.
+
+    A count that is not a finite non-negative number (text, NaN, a negative value) or a file with no
+    counts raises a ValueError naming the file, the line and the value.
+    """
     path = os.fspath(path)
+    counts = []
     if path.endswith(".csv"):
         with open(path, newline="", encoding="utf-8", errors="replace") as f:
             reader = csv.DictReader(f)
             if "count" not in (reader.fieldnames or []):
                 raise ValueError(f"counts_file {path} must have a 'count' column, got columns {reader.fieldnames}.")
-            return np.asarray([float(row["count"]) for row in reader])
-    pattern = re.compile(rb"^\s*(\d+) ")
-    with open(path, "rb") as f:
-        return np.asarray([float(m.group(1)) for line in f if (m := pattern.match(line))])
+            for row in reader:
+                text = (row.get("count") or "").strip()
+                counts.append(_count(text, f"counts_file {path} line {reader.line_num}: the count"))
+    else:
+        with open(path, "rb") as f:
+            for number, raw in enumerate(f, start=1):
+                line = raw.decode("utf-8", errors="replace").strip()
+                if line:  # blank lines carry nothing
+                    counts.append(_count(line.split(maxsplit=1)[0], f"counts_file {path} line {number}: the count"))
+    if not counts:
+        raise ValueError(f"counts_file {path} holds no counts; give a CSV with a 'count' column or `uniq -c` lines.")
+    return np.asarray(counts, dtype=float)
 
 
 class ZipfPrior(Prior):
@@ -90,9 +113,15 @@ class ZipfPrior(Prior):
         n = _validate.integer("n_targets", n_targets, minimum=1)
         m = _validate.integer("domain_size", domain_size, minimum=1)
         self.counts_file = counts_file
+        self.counts_path = None
         if counts_file is not None:
             # The fit replaces `exponent`; params() reports the fitted value.
-            exponent = fit_zipf_exponent(read_counts(data_path(counts_file, data_dir)))
+            self.counts_path = data_path(counts_file, data_dir)
+            counts = read_counts(self.counts_path)
+            try:
+                exponent = fit_zipf_exponent(counts)
+            except ValueError as exc:
+                raise ValueError(f"counts_file {self.counts_path}: {exc}") from exc
         self.exponent = _validate.positive("exponent", exponent, allow_zero=True)
         self.permutation_seed = permutation_seed
         by_rank = zipf_probabilities(m, self.exponent)
@@ -102,6 +131,10 @@ class ZipfPrior(Prior):
             ranks = rng.permuted(np.broadcast_to(np.arange(m), (n, m)), axis=1)  # ranks[i, j]: rank of candidate j
             probabilities = by_rank[ranks]
         super().__init__(probabilities)
+
+    def data_files(self) -> list:
+        """The data files this prior read (the counts file), for the stage keys."""
+        return [self.counts_path] if self.counts_path is not None else []
 
     def params(self) -> dict:
         return {

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from scipy import integrate, optimize, stats
 
 from stages.bound import prior_work as C
-from stages.bound.profiles import DPSGD, ApproxDP, GaussianDP, PureDP
+from stages.bound.profiles import DPSGD, ApproxDP, GaussianDP, PrivacyProfile, PureDP
 
 Phi, Phi_inv = stats.norm.cdf, stats.norm.ppf
 FAST = settings(max_examples=25, deadline=None)
@@ -80,6 +80,46 @@ def test_kgk_approx_dp_closed_form(eps, delta, p):
     assert C.kgk_bound(ApproxDP(eps, delta), p) == pytest.approx(max(expected, p), abs=1e-12)
     if delta == 0.0:
         assert C.kgk_bound(PureDP(eps), p) == pytest.approx(max(expected, p), abs=1e-12)
+
+
+def phi_shift_60_digits(p: float, mu: float) -> float:
+    """Phi(Phi^{-1}(p) + mu) with 60 significant digits (mpmath, independent of scipy; 1 - 2p needs
+    as many more digits as p has leading zeros)."""
+    import mpmath
+
+    with mpmath.workdps(60 - int(math.log10(p))):
+        z = -mpmath.sqrt(2) * mpmath.erfinv(1 - 2 * mpmath.mpf(p))
+        return float(mpmath.ncdf(z + mu))
+
+
+@pytest.mark.parametrize("p", [1e-8, 1e-15, 1e-17, 1e-30, 1e-100])
+@pytest.mark.parametrize("mu", [0.5, 1.0, 3.0])
+def test_kgk_small_prior_keeps_its_digits(mu, p):
+    """1 - f(p) at tiny p without cancellation: Phi(Phi^{-1}(p) + mu) to 1e-9 relative (it was
+    1.9406e-12 vs 1.9419e-12 at p = 1e-15, and fell back to the prior at 1e-17)."""
+    want = phi_shift_60_digits(p, mu)
+    assert C.kgk_bound(GaussianDP(mu), p) == pytest.approx(want, rel=1e-9)
+    # the generic envelope (any profile known through delta(eps)) is never below it, and close
+    generic = PrivacyProfile.one_minus_tradeoff(GaussianDP(mu), p)
+    assert want * (1 - 1e-9) <= generic <= want * 1.01
+
+
+@pytest.mark.parametrize("eps,delta", [(2.0, 0.0), (1.0, 1e-30), (0.5, 0.0)])
+def test_kgk_approx_dp_tiny_prior(eps, delta):
+    p = 1e-20
+    want = min(1.0, delta + math.exp(eps) * p)
+    assert C.kgk_bound(ApproxDP(eps, delta), p) == pytest.approx(want, rel=1e-12)
+
+
+def test_best_bound_no_longer_picks_the_prior_at_tiny_p():
+    from stages.bound.best import best_bound
+
+    got = best_bound(GaussianDP(1.0), 1e-17)
+    want = phi_shift_60_digits(1e-17, 1.0)
+    assert got.all["kgk"] == pytest.approx(want, rel=1e-9)
+    assert got.value >= want * (1 - 1e-9)
+    got = best_bound(PureDP(2.0), 1e-20)
+    assert got.value >= math.exp(2.0) * 1e-20 / (1 + math.expm1(2.0) * 1e-20) * (1 - 1e-12)
 
 
 def test_kgk_vectorised_over_p():

@@ -94,8 +94,9 @@ def test_from_epsilon_delta_known_value():
 @FAST
 @given(mu=st.floats(0.05, 8.0), alpha=st.floats(0.0, 1.0))
 def test_gdp_tradeoff_closed_form(mu, alpha):
-    """f(alpha) = Phi(Phi^-1(1 - alpha) - mu) (Dong, Roth, Su 2019, eq. G_mu): 1e-12 absolute."""
-    want = Phi(Phi_inv(1 - alpha) - mu)
+    """f(alpha) = Phi(Phi^-1(1 - alpha) - mu) (Dong, Roth, Su 2019, eq. G_mu): 1e-12 absolute.
+    Phi^-1(1 - alpha) is written -Phi^-1(alpha): forming 1 - alpha first loses alpha's digits at small alpha."""
+    want = Phi(-Phi_inv(alpha) - mu)
     assert GaussianDP(mu).tradeoff(alpha) == pytest.approx(want, abs=1e-12)
 
 

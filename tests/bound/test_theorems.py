@@ -133,6 +133,54 @@ def test_pure_dp_tail_brute_force(eps, p, v):
     assert T.pure_dp_tail(eps, p, v) == pytest.approx(min(want, 1.0), abs=1e-12)
 
 
+def sf_60_digits(eps: float, p) -> list:
+    """t[u] = Pr[sum Bern(beta_i) >= u], u = 0..n+1, by the recursion in 60-digit arithmetic, with
+    beta_i = e^eps / (e^eps - 1 + 1/p_i) from the same float eps and p_i (mpmath, independent of numpy)."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        e = mpmath.exp(mpmath.mpf(eps))
+        pmf = [mpmath.mpf(1)]
+        for q in p:
+            q = mpmath.mpf(float(q))
+            b = mpmath.mpf(0) if q == 0 else e / (e - 1 + 1 / q)
+            pmf = [(pmf[k] if k < len(pmf) else 0) * (1 - b) + (pmf[k - 1] * b if k > 0 else 0) for k in range(len(pmf) + 1)]
+        sf = [mpmath.fsum(pmf[u:]) for u in range(len(pmf))] + [mpmath.mpf(0)]
+    return sf
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pure_dp_tail_far_tails_never_below_60_digit_recursion(seed):
+    """Far tails (down to 1e-300) are kept: the tail is never below the exact value (1e-12 relative)
+    and within 1e-9 relative of it, on random small cases with priors down to 1e-20."""
+    rng = np.random.default_rng(seed)
+    pairs = 0
+    for _ in range(12):
+        n = int(rng.integers(1, 31))
+        eps = float(rng.uniform(0, 6))
+        p = 10.0 ** rng.uniform(-20, 0, n) if rng.random() < 0.5 else rng.beta(0.5, 3, n)
+        if rng.random() < 0.3:  # a few repeated values: equal priors are grouped into binomials
+            p = rng.choice(p[:2], n)
+        exact = sf_60_digits(eps, p)
+        for v in range(1, n + 1):
+            want = float(exact[v])
+            got = T.pure_dp_tail(eps, p, v)
+            assert got >= want * (1 - 1e-12), (n, eps, v, got, want)
+            assert got <= want * (1 + 1e-9) + 1e-300, (n, eps, v, got, want)
+            pairs += 1
+    assert pairs > 100
+
+
+def test_far_tail_examples_from_the_audit():
+    """pure_dp_tail(2, [1e-20], 1) is beta = e^2 1e-20 (it was 0); n = 29, eps = 2.851, v = 25 was 0 vs 5.8e-17."""
+    assert T.pure_dp_tail(2.0, [1e-20], 1) == pytest.approx(math.exp(2.0) * 1e-20, rel=1e-12)
+    assert T.success_bound(PureDP(2.0), 1e-20) >= math.exp(2.0) * 1e-20 / (1 + math.exp(2.0) * 1e-20) * (1 - 1e-12)
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0, 1, 29)
+    exact = float(sf_60_digits(2.851, p)[25])
+    assert T.pure_dp_tail(2.851, p, 25) == pytest.approx(exact, rel=1e-9)
+
+
 @settings(max_examples=20, deadline=None)
 @given(eps=st.floats(0, 6), seed=st.integers(0, 2**31), n=st.integers(1, 300))
 def test_pure_dp_count_bound_is_smallest(eps, seed, n):
@@ -203,15 +251,103 @@ CASES = [
 
 @pytest.mark.parametrize("profile,p,v,top", CASES, ids=["gdp1", "gdp0.3-uniform", "approx", "dpsgd"])
 def test_tail_bound_not_above_dense_grid(profile, p, v, top):
-    """value <= min over 20000 eps points of tail_bound_at * (1 + 1e-6), and the value is attained
-    at the returned eps (a valid bound, never interpolated)."""
+    """value <= min over 20000 eps points of the bound (one_run_reference) * (1 + 1e-6), and the value
+    is attained at the returned eps (a valid bound, never interpolated)."""
     grid = np.unique(np.concatenate([np.linspace(0.0, top, 15000), np.geomspace(1e-6, top, 5000)]))
-    vals = np.array([T.tail_bound_at(profile, p, v, e) for e in grid])
+    vals = one_run_reference(profile.replace_one(), p, grid, vs=[v])[:, v]  # the game replaces records
     value, eps = T.tail_bound(profile, p, v, return_eps=True)
     assert value <= vals.min() * (1 + 1e-6)
     assert value == T.tail_bound_at(profile, p, v, eps)
     assert T.tail_bound(profile, p, v) == value
     assert 0.0 <= value <= 1.0
+
+
+def one_run_reference(profile, p, eps_grid, vs=None) -> np.ndarray:
+    """B[e, v] = the one-run bound at eps_grid[e] for v = 0..n+1, computed independently and vectorised
+    over the grid: beta from the paper's formula, Pr[S* >= u] by the O(n^2) recursion, and the LP's
+    optimum by its vertices (a point mass at j <= m, or two points j1 <= m < j2 with mean m), with
+    m = n delta(eps) from the profile's delta_upper (the same delta curve the theorem uses)."""
+    p = np.asarray(p, dtype=float)
+    n, G = len(p), len(eps_grid)
+    ee = np.exp(np.asarray(eps_grid))[:, None]
+    b = ee / (ee - 1 + 1 / p[None, :])
+    pmf = np.zeros((G, n + 1))
+    pmf[:, 0] = 1.0
+    for t in range(n):
+        moved = pmf[:, :-1] * b[:, t : t + 1]
+        pmf *= 1 - b[:, t : t + 1]
+        pmf[:, 1:] += moved
+    sf = np.concatenate([np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1], np.zeros((G, 1))], axis=1)
+    if G > 2000:  # in chunks, to keep the (grid, pairs) arrays small
+        return np.concatenate([one_run_reference(profile, p, eps_grid[i : i + 2000], vs) for i in range(0, G, 2000)])
+    m = n * np.array([profile.delta_upper(float(e)) for e in eps_grid])[:, None]
+    j = np.arange(n + 1)
+    j1, j2 = np.triu_indices(n + 1, k=1)
+    out = np.ones((G, n + 2))
+    out[:, n + 1] = 0.0
+    for v in range(1, n + 1) if vs is None else vs:
+        u = v - j
+        g = np.where(u[None, :] <= 0, 1.0, sf[:, np.clip(u, 0, n + 1)])
+        point = np.where(j[None, :] <= m, g, -np.inf).max(axis=1)
+        w = (m - j1[None, :]) / (j2 - j1)[None, :]
+        two = np.where((j1[None, :] <= m) & (m < j2[None, :]), (1 - w) * g[:, j1] + w * g[:, j2], -np.inf)
+        out[:, v] = np.minimum(1.0, np.maximum(point, two.max(axis=1)))
+    return out
+
+
+def random_one_run_case(seed: int):
+    """A small case with heterogeneous priors: GDP or approximate DP, n in 3..12, a dense eps grid."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 13))
+    profile = GaussianDP(float(rng.uniform(0.3, 3.0))) if seed % 2 else ApproxDP(float(rng.uniform(0.3, 4.0)), float(10 ** rng.uniform(-6, -2)))
+    p = rng.beta(float(rng.uniform(0.3, 2.0)), float(rng.uniform(0.5, 5.0)), n)
+    top = 12.0 if isinstance(profile, GaussianDP) else profile.eps
+    grid = np.unique(np.concatenate([np.linspace(0.0, top, 1500), np.geomspace(1e-4, top, 500)]))
+    return profile, p, one_run_reference(profile, p, grid).min(axis=0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tail_bound_finds_the_deepest_valley(seed):
+    """The objective is not unimodal in eps: tail_bound must reach the minimum over a dense grid
+    (2000 points, independent computation) to 1e-6 relative for every v, on random small cases."""
+    profile, p, best = random_one_run_case(seed)
+    for v in range(1, len(p) + 1):
+        assert T.tail_bound(profile, p, v) <= best[v] * (1 + 1e-6), (profile, v)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_count_bound_matches_its_definition_on_a_dense_grid(seed):
+    """count_bound = the smallest c with min_eps B(c + 1, eps) <= 1 - confidence, the minimum taken on
+    the dense grid (never larger), and every count is certified by tail_bound."""
+    profile, p, best = random_one_run_case(seed)
+    confs = np.array([0.05, 0.3, 0.5, 0.8, 0.95, 0.99])
+    counts = T.count_bound(profile, p, confs)
+    for c, conf in zip(counts, confs):
+        want = int(np.argmax(best <= 1 - conf)) - 1
+        assert c <= want, (profile, conf, c, want)
+        assert T.tail_bound(profile, p, int(c) + 1) <= (1 - conf) * (1 + 1e-9)
+
+
+def test_tail_bound_finds_the_deepest_valley_dpsgd():
+    """DP-SGD (the audit's profile): the old search missed the minimum by 0.8% at v = 22, n = 25."""
+    profile = DPSGD(0.8, 0.1, 50)
+    p = np.random.default_rng(2).beta(0.7, 2.0, 25)
+    grid = np.unique(np.concatenate([np.linspace(0, 30, 1500), np.geomspace(1e-4, 30, 700)]))
+    best = one_run_reference(profile, p, grid, vs=[15, 22]).min(axis=0)
+    for v in (15, 22):
+        assert T.tail_bound(profile, p, v) <= best[v] * (1 + 1e-6)
+
+
+def test_second_valley_examples_from_the_audit():
+    """tail_bound returned 0.98478 (eps = 0.544) though eps = 1.327 gives 0.98103; count_bound said 1
+    where tail_bound(..., 1) = 0.947 <= 0.95 certifies 0."""
+    profile, p = GaussianDP(1.193), [0.782, 0.398, 0.863, 0.289, 0.424]
+    assert T.tail_bound(profile, p, 3) <= T.tail_bound_at(profile, p, 3, 1.327)
+    p = [0.007798386229600695, 0.024213932186566606, 0.0008844541637666743, 0.03924643618753395,
+         0.47527121858203275, 0.03715268152659451, 0.14062956686299613, 0.05977580562359271,
+         0.26144701163168194, 0.5544052432878208]
+    assert T.tail_bound(GaussianDP(0.3), p, 1) <= 0.95
+    assert T.count_bound(GaussianDP(0.3), p, 0.05) == 0
 
 
 def test_tail_bound_trivial_v():

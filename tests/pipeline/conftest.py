@@ -17,7 +17,7 @@ SMALL = ("prior.n_targets=20", "trials=10")
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "slurm: needs a SLURM cluster (sinfo on PATH); .ci/run starts one")
+    config.addinivalue_line("markers", "slurm: needs a reachable SLURM cluster (skipped with the reason otherwise); .ci/run starts one")
 
 
 def options(group: str) -> list[str]:
@@ -41,7 +41,7 @@ def compose_config(tmp_path):
 def cli_env() -> dict[str, str]:
     env = os.environ.copy()
     env.setdefault("WANDB_MODE", "offline")
-    env.setdefault("ADVBOUNDS_DATA", str(REPO.parent / "shared" / "data"))
+    env.setdefault("ADVBOUNDS_DATA", str(REPO / "tests" / "data"))  # tests/conftest.py sets it already
     env["HYDRA_FULL_ERROR"] = "0"
     return env
 

@@ -51,6 +51,7 @@ def test_invalid_value_exits_with_one_sentence_and_no_metrics(overrides, key, va
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert lines[0].startswith("error: ") and key in lines[0] and value in lines[0], lines[0]
     assert not _metrics_files(tmp_path)
+    assert not list(tmp_path.rglob(".hydra")), "a refused job leaves no job folder"
 
 
 def test_quickstart_prints_the_table(tmp_path):

@@ -99,3 +99,77 @@ def test_refused_value_raises_one_sentence_and_writes_nothing(override, key, val
     message = str(info.value)
     assert key in message and value in message and "\n" not in message
     assert not (tmp_path / "job" / "metrics.json").exists()
+
+
+@pytest.mark.parametrize("metric", ["exact", "within"])
+def test_prior_baseline_makes_as_many_guesses_as_the_attack(metric, compose_config):
+    """Issue: with attack.k=2 the baseline used a 1-guess z*; it must be the prior-only attack with the same k."""
+    small = ("prior=zipf", "prior.n_targets=40", "trials=15", f"metric={metric}", "attack.k=2")
+    prior_only, _, _ = compute_metrics(compose_config(*small, "attack=prior_only"))
+    assert prior_only["prior_successes"] == prior_only["attack_successes"]
+    attack, _, _ = compute_metrics(compose_config(*small, "attack=bayes_optimal"))
+    assert attack["prior_successes"] == prior_only["attack_successes"]  # same seed: the same targets
+    assert attack["k"] == 2 and attack["baseline"] == {"guess": "z*", "k": 2, "metric": metric}
+
+
+def test_more_guesses_than_candidates_is_refused(compose_config):
+    with pytest.raises(ConfigError) as info:
+        compute_metrics(compose_config("prior.n_targets=5", "trials=2", "prior.domain_size=4", "mechanism.domain_size=4",
+                                       "attack.k=5"))
+    message = str(info.value)
+    assert "attack.k" in message and "5" in message and "domain_size (4)" in message and "\n" not in message
+
+
+def test_top_level_data_dir_reaches_the_zipf_prior(compose_config, tmp_path, monkeypatch):
+    """Issue: data_dir=... was ignored by prior=zipf; only $ADVBOUNDS_DATA or prior.data_dir worked."""
+    monkeypatch.delenv("ADVBOUNDS_DATA", raising=False)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "c.csv").write_text("count\n81\n27\n9\n3\n1\n")
+    cfg = compose_config("prior=zipf", "prior.counts_file=c.csv", f"data_dir={tmp_path / 'mine'}",
+                         "prior.n_targets=5", "trials=2")
+    assert cfg.prior.data_dir == str(tmp_path / "mine")
+    metrics, _, boxes = compute_metrics(cfg)
+    assert boxes.prior.exponent == pytest.approx(metrics["params"]["prior"]["exponent"]) and boxes.prior.exponent > 1
+    with pytest.raises(ConfigError) as info:
+        compute_metrics(compose_config("prior=zipf", "prior.counts_file=none.csv", f"data_dir={tmp_path / 'mine'}"))
+    assert str(tmp_path / "mine" / "none.csv") in str(info.value) and "data_dir=" in str(info.value)
+
+
+def test_trials_keep_no_per_target_arrays_unless_asked(compose_config, tmp_path):
+    """Issue: every trial's guesses were kept (160 MB a trial at 1e7 targets). Now a trial keeps its counts and
+    its grouped prior successes; save_per_target=true keeps the per-target arrays and writes them to the job."""
+    n, trials = 3000, 4
+    small = (f"prior.n_targets={n}", f"trials={trials}", "bound=expected")
+    metrics, played, _ = compute_metrics(compose_config(*small))
+    assert "guesses" not in played and "attack_prior_success" not in played
+    per_target_bytes = n * 8  # one float per target
+    assert sum(a.nbytes for a in played.values()) < per_target_bytes  # uniform prior: one group per trial
+    metrics_kept = run_game(compose_config(*small, "save_per_target=true"), tmp_path / "job")
+    kept = np.load(tmp_path / "job" / "per_target" / "guesses.npy")
+    assert kept.shape == (trials, n, 1)
+    p = np.load(tmp_path / "job" / "per_target" / "attack_prior_success.npy")
+    assert p.shape == (trials, n) and np.allclose(p, 0.1)
+    # The same bound and successes either way.
+    assert metrics_kept["bound"] == metrics["bound"] and metrics_kept["attack_successes"] == metrics["attack_successes"]
+    assert metrics["attack_prior_success_mean"] == pytest.approx(0.1 * n)
+
+
+def test_long_work_logs_its_progress(compose_config, tmp_path, caplog):
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="pipeline.game"):
+        run_game(compose_config("prior.n_targets=10", "trials=7"), tmp_path / "job", cache=StageCache(tmp_path / "c"))
+    messages = [r.getMessage() for r in caplog.records]
+    assert "trials: starting 7 trials" in messages
+    assert any(m.startswith("trials: 7/7 trials (100%)") for m in messages), messages
+    assert any(m.startswith("stage trials computed: ") for m in messages), messages
+    assert any("prior baseline (z*, k=1, exact)" in m for m in messages), messages
+
+
+def test_a_job_never_replaces_another_jobs_metrics(compose_config, tmp_path):
+    cfg = compose_config("prior.n_targets=10", "trials=3")
+    run_game(cfg, tmp_path / "job")
+    before = (tmp_path / "job" / "metrics.json").read_bytes()
+    with pytest.raises(ConfigError, match="already holds a metrics.json"):
+        run_game(compose_config("prior.n_targets=10", "trials=4"), tmp_path / "job")
+    assert (tmp_path / "job" / "metrics.json").read_bytes() == before

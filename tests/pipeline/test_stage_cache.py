@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -135,3 +136,59 @@ def test_parallel_jobs_compute_a_shared_stage_once(tmp_path):
     assert len(set(paths)) == 1
     assert Path(log).read_text().count("computed") == 1
     assert (Path(paths[0]) / "value.txt").read_text() == "42"
+
+
+def test_file_fingerprint_follows_the_contents(tmp_path):
+    from pipeline.cache import file_fingerprint
+
+    path = tmp_path / "counts.csv"
+    path.write_text("count\n10\n5\n")
+    first = file_fingerprint(path)
+    assert first["size"] == path.stat().st_size and len(first["sha256"]) == 64
+    assert file_fingerprint(path) == first
+    # Same size, and the old modification time put back: the content still decides.
+    stat = path.stat()
+    path.write_text("count\n10\n6\n")
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert file_fingerprint(path)["sha256"] != first["sha256"]
+
+
+def _write_counts(path, counts) -> None:
+    path.write_text("count\n" + "".join(f"{c}\n" for c in counts))
+
+
+def test_edited_data_file_plays_the_trials_again(compose_config, tmp_path):
+    """Issue: editing prior.counts_file reused the old trials under the new prior's bound."""
+    data = tmp_path / "data"
+    data.mkdir()
+    counts = data / "my.csv"
+    _write_counts(counts, [4000, 900, 300, 120, 60, 30, 15, 8, 4, 2])  # steep: a large exponent
+    game = ("prior=zipf", "prior.counts_file=my.csv", f"data_dir={data}", "prior.n_targets=30", "trials=12",
+            "mechanism.epsilon=2")
+    cache = StageCache(tmp_path / "cache")
+    first = run_game(compose_config(*game), tmp_path / "job1", cache=cache)
+    again = run_game(compose_config(*game), tmp_path / "job2", cache=cache)
+    assert again["stages"]["trials"]["reused"] is True  # unchanged data: the trials are reused
+
+    _write_counts(counts, [100, 99, 98, 97, 96, 95, 94, 93, 92, 91])  # flat: an exponent near 0
+    edited = run_game(compose_config(*game), tmp_path / "job3", cache=cache)
+    assert edited["stages"]["trials"]["reused"] is False
+    assert edited["stages"]["trials"]["key"] != first["stages"]["trials"]["key"]
+    # The fitted exponent is recorded, and the trials are those a fresh cache plays.
+    assert first["params"]["prior"]["exponent"] > 1.0 > edited["params"]["prior"]["exponent"]
+    fresh = run_game(compose_config(*game), tmp_path / "job4", cache=StageCache(tmp_path / "fresh"))
+    assert edited["attack_successes"] == fresh["attack_successes"] and edited["bound"] == fresh["bound"]
+    assert first["attack_successes"] != fresh["attack_successes"]
+    assert edited["data_files"]["prior"][0]["path"] == str(counts.resolve())
+
+
+def test_moving_the_data_folder_keeps_the_trials(compose_config, tmp_path):
+    """The key holds what the files contain, not where they lie."""
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        _write_counts(tmp_path / name / "my.csv", [50, 20, 10, 5])
+    cache = StageCache(tmp_path / "cache")
+    game = ("prior=zipf", "prior.counts_file=my.csv", "prior.n_targets=10", "trials=4")
+    run_game(compose_config(*game, f"data_dir={tmp_path / 'a'}"), tmp_path / "job1", cache=cache)
+    moved = run_game(compose_config(*game, f"data_dir={tmp_path / 'b'}"), tmp_path / "job2", cache=cache)
+    assert moved["stages"]["trials"]["reused"] is True

@@ -136,3 +136,40 @@ def test_bound_box_argument_errors():
         ExpectedBound().compute(PureDP(1.0), prior, Exact(), np.zeros((1, 2, 3, 1), int), 0.95)
     with pytest.raises(ValueError, match="name"):
         ComparatorBound("nope")
+
+
+def _random_trials(seed=3, trials=6, n=40, m=5, k=2):
+    rng = np.random.default_rng(seed)
+    prior = Prior(rng.dirichlet(np.ones(m), size=n))
+    guesses = np.stack([np.stack([rng.choice(m, size=k, replace=False) for _ in range(n)]) for _ in range(trials)])
+    return prior, guesses
+
+
+@pytest.mark.parametrize("box", [ExpectedBound(), PureDPBound(), OneRunBound(), ComparatorBound("kgk")],
+                         ids=lambda b: getattr(b, "comparator", b.name))
+def test_grouped_trials_give_the_same_bounds_as_the_guesses(box):
+    """What the game keeps of a trial (grouped prior successes, k) is a sufficient statistic for every box."""
+    from stages.bound.box import PlayedTrials, played_trials
+
+    prior, guesses = _random_trials()
+    profile = PureDP(1.5)
+    played = played_trials(prior, Exact(), guesses)
+    assert isinstance(played, PlayedTrials) and len(played) == guesses.shape[0] and played.k == 2
+    assert played.values.size < guesses.shape[0] * guesses.shape[1] + 1
+    assert box.compute(profile, prior, Exact(), played, LEVELS) == box.compute(profile, prior, Exact(), guesses, LEVELS)
+    if hasattr(box, "compute_per_trial"):
+        assert (box.compute_per_trial(profile, prior, Exact(), played, LEVELS)
+                == box.compute_per_trial(profile, prior, Exact(), guesses, LEVELS))
+
+
+def test_played_trials_hold_each_trials_prior_successes():
+    from stages.bound.box import PlayedTrials
+
+    p = np.array([[0.1, 0.2, 0.1, 0.1], [0.3, 0.3, 0.3, 0.3]])
+    played = PlayedTrials.from_prior_success(p, k=1)
+    assert played.offsets.tolist() == [0, 2, 3] and played.counts.tolist() == [3, 1, 4]
+    for r in range(2):
+        assert sorted(played.prior_success(r).tolist()) == sorted(p[r].tolist())
+    assert played.sums() == pytest.approx(p.sum(axis=1))
+    with pytest.raises(ValueError, match="n_targets"):
+        PlayedTrials(k=1, n_targets=5, values=played.values, counts=played.counts, offsets=played.offsets)

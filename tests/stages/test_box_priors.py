@@ -110,3 +110,41 @@ def test_rockyou_nine_digit_fit():
     s = fit_zipf_exponent(read_counts(path))
     assert 1.0 < s < 3.0
     assert ZipfPrior(counts_file=RockYou9).exponent == pytest.approx(s)
+
+
+@pytest.mark.parametrize("name, text, bad", [
+    ("negative.csv", "count\n10\n-3\n1\n", "'-3'"),
+    ("nan.csv", "count\n10\nnan\n1\n", "'nan'"),
+    ("text.csv", "count\n10\nmany\n1\n", "'many'"),
+    ("blank.csv", "password,count\nx,10\ny,\nz,1\n", "''"),
+    ("negative.txt", "  10 alpha\n  -3 beta\n", "'-3'"),
+    ("text.txt", "  10 alpha\nbeta gamma\n", "'beta'"),
+])
+def test_bad_counts_file_names_the_file_the_line_and_the_value(name, text, bad, tmp_path):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ValueError) as info:
+        ZipfPrior(counts_file=name, data_dir=str(tmp_path))
+    message = str(info.value)
+    assert message.startswith("counts_file") and str(path) in message and bad in message and "line" in message, message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("name, text", [("empty.csv", "count\n"), ("empty.txt", ""), ("headerless.csv", "")])
+def test_empty_counts_file_is_refused(name, text, tmp_path):
+    (tmp_path / name).write_text(text)
+    with pytest.raises(ValueError, match="counts_file") as info:
+        ZipfPrior(counts_file=name, data_dir=str(tmp_path))
+    assert str(tmp_path / name) in str(info.value)
+
+
+def test_counts_file_with_fewer_than_two_counts_names_the_file(tmp_path):
+    (tmp_path / "one.csv").write_text("count\n7\n")
+    with pytest.raises(ValueError, match="counts_file .*one.csv"):
+        ZipfPrior(counts_file="one.csv", data_dir=str(tmp_path))
+
+
+def test_zipf_prior_names_the_data_file_it_read(tmp_path):
+    (tmp_path / "c.csv").write_text("count\n8\n4\n2\n")
+    assert ZipfPrior(counts_file="c.csv", data_dir=str(tmp_path)).data_files() == [tmp_path / "c.csv"]
+    assert ZipfPrior().data_files() == []

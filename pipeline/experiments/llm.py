@@ -1,0 +1,275 @@
+"""The LLM case study (paper Section 4): DP-SGD canaries with the Model Attack (Figure llm) and the PII prior's law.
+
+* `LLMCanaries`: one job per (prior, epsilon, clip norm, learning rate, epochs) — the sweep of
+  conf/experiment/llm_canaries.yaml. Each job plays `trials` games of Algorithm 1 with the
+  `dpsgd` mechanism (every trial's release, the (n, m) log-probabilities, is a cached stage keyed by
+  the model, the canaries' secrets, the trial's seed and the hyperparameters), records the Model
+  Attack (prior x model), beside it the model-only guess and the Model Attack with its temperature
+  fitted to the release without the secrets (stages.attack.model_attack), the prior-only baseline, the bound box's
+  counts for the DP-SGD profile, and the idealized Gaussian Bayes-optimal attack on the same prior at
+  the same epsilon (Appendix D; cheap, played in the job). The report keeps, per (prior, epsilon), the
+  hyperparameters with the best mean Model-Attack success and draws Figure llm.
+* `PIILaw`: the PII prior's law over candidates (max, median, 10th percentile of the normalised
+  scores) and its rows for Figures novel_bounds and eps_protect: the advantage bound over epsilon
+  for those three canaries and eps_protect of the most probable one (paper: 2.37).
+"""
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from omegaconf import DictConfig
+
+from pipeline.experiments.common import Task, finish, grid, group_rows, mean_interval, panel, subplots
+
+__all__ = ["LLMCanaries", "PIILaw", "attach_stage_cache"]
+
+log = logging.getLogger(__name__)
+
+RELEASE_STAGE_VERSION = 1
+
+
+def attach_stage_cache(prior, cache) -> None:
+    """Give a prior with an expensive scoring stage (prior=pii) the job's stage cache."""
+    if cache is not None and hasattr(prior, "use_cache"):
+        prior.use_cache(cache.get_or_compute)
+
+
+def _set_threads(threads: int | None) -> None:
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(int(threads))
+
+
+class LLMCanaries(Task):
+    """Figure llm: DP-SGD fine-tuning on n new-token canaries, the Model Attack, the bound and the idealized Gaussian."""
+
+    name = "llm_canaries"
+    columns = ("prior_name", "eps", "clip_norm", "learning_rate", "epochs", "noise_multiplier", "steps",
+               "eps_add_remove", "eps_opacus_add_remove", "trials", "attack_mean", "attack_ci_low", "attack_ci_high",
+               "model_only_mean", "fitted_mean", "fitted_temperature", "prior_mean", "bound_05", "bound_50", "bound_95", "bound_exceeded_95",
+               "ideal_mean", "ideal_ci_low", "ideal_ci_high", "ideal_bound_95")
+    represented = ("prior", "mechanism.epsilon", "mechanism.clip_norm", "mechanism.learning_rate", "mechanism.epochs")
+    plays_games = True
+
+    def __init__(self, ci_level: float = 0.95, ideal_trials: int = 200, keep_checkpoint: bool = False,
+                 threads: int | None = None) -> None:
+        from stages.bound import _validate
+
+        self.ci_level = float(_validate.probability("ci_level", ci_level, open_low=True, open_high=True))
+        self.ideal_trials = _validate.integer("ideal_trials", ideal_trials, minimum=1)
+        self.keep_checkpoint = bool(keep_checkpoint)
+        self.threads = None if threads is None else _validate.integer("threads", threads, minimum=1)
+
+    def _release_config(self, cfg: DictConfig, mechanism, X: np.ndarray, trial: int, seed: int) -> dict:
+        from omegaconf import OmegaConf
+
+        mech_cfg = OmegaConf.to_container(cfg.mechanism, resolve=True)
+        mech_cfg.pop("model", None)
+        return {"stage": "dpsgd_release", "version": RELEASE_STAGE_VERSION, "model": mechanism.model.identity(),
+                "mechanism": mech_cfg, "noise_multiplier": mechanism.noise_multiplier, "secrets": X.tolist(),
+                "seed": seed, "trial": trial, "keep_checkpoint": self.keep_checkpoint}
+
+    def run(self, cfg, output_dir, cache, logger) -> dict:
+        from pipeline.cache import load_arrays, save_arrays
+        from pipeline.game import ConfigError, Progress, build_boxes, check_run_settings
+        from stages.attack.bayes_optimal import BayesOptimalAttack
+        from stages.mechanism.dpsgd import DPSGDFineTuning
+        from stages.mechanism.gaussian import GaussianMechanism
+
+        _set_threads(self.threads)
+        seed, trials, confidences = check_run_settings(cfg)
+        for level in (0.05, 0.5, 0.95):
+            if level not in [float(c) for c in confidences]:
+                raise ConfigError(f"confidences must include 0.05, 0.5 and 0.95 for {self.name}, got {list(confidences)}.")
+        boxes = build_boxes(cfg)
+        prior, mechanism, attack, metric = boxes.prior, boxes.mechanism, boxes.attack, boxes.metric
+        if not isinstance(mechanism, DPSGDFineTuning) or not hasattr(attack, "model_only_guess"):
+            raise ConfigError(f"experiment {self.name} needs mechanism=dpsgd and attack=model_attack, got "
+                              f"{boxes.names()['mechanism']} and {boxes.names()['attack']}.")
+        attach_stage_cache(prior, cache)
+        k = attack.k
+        z_star = np.asarray(prior.a_priori_guess(metric, k))
+        from stages.attack.model_attack import ModelAttack
+
+        # Beside the configured attack: the same attack with the temperature fitted to each release (no secrets).
+        fitted_attack = ModelAttack(k, "fit")
+        attack_s, model_only_s, prior_s, guesses, fitted_s, temperatures = [], [], [], [], [], []
+        progress = Progress(trials, f"{self.name}: DP-SGD trainings")
+        try:
+            for t, child in enumerate(np.random.SeedSequence(seed).spawn(trials)):
+                data_seed, mechanism_seed = child.spawn(2)
+                X = prior.sample(np.random.default_rng(data_seed), prior.n_targets)
+
+                def compute(directory: Path, X=X, mechanism_seed=mechanism_seed) -> None:
+                    a = mechanism.release(X, np.random.default_rng(mechanism_seed))
+                    rows = mechanism.last_rows if self.keep_checkpoint else {}
+                    save_arrays(directory, release=a, **rows)
+
+                config = self._release_config(cfg, mechanism, X, t, seed)
+                a = load_arrays(cache.get_or_compute("dpsgd_release", config, compute))["release"]
+                z = np.asarray(attack.guess(a, prior, mechanism, metric))
+                attack_s.append(int(metric.score(X, z).sum()))
+                model_only_s.append(int(metric.score(X, attack.model_only_guess(a, prior, metric)).sum()))
+                fitted_s.append(int(metric.score(X, fitted_attack.guess(a, prior, mechanism, metric)).sum()))
+                temperatures.append(fitted_attack.last_temperature)
+                prior_s.append(int(metric.score(X, z_star).sum()))
+                guesses.append(z)
+                progress.step()
+        finally:
+            progress.close()
+        guesses = np.stack(guesses)
+        bound = boxes.bound.compute(mechanism.profile, prior, metric, guesses, confidences)
+        bound = {float(c): v for c, v in bound.items()}
+
+        # The idealized Gaussian at the same epsilon and prior (Bayes-optimal attack): the ceiling.
+        ideal = GaussianMechanism(epsilon=mechanism.epsilon or mechanism.privacy()["epsilon_replace_one"],
+                                  delta=mechanism.delta, domain_size=prior.domain_size)
+        ideal_attack = BayesOptimalAttack(k)
+        ideal_s, ideal_guesses = [], []
+        for child in np.random.SeedSequence([seed, 1]).spawn(self.ideal_trials):
+            data_seed, mechanism_seed = child.spawn(2)
+            X = prior.sample(np.random.default_rng(data_seed), prior.n_targets)
+            z = ideal_attack.guess(ideal.release(X, np.random.default_rng(mechanism_seed)), prior, ideal, metric)
+            ideal_s.append(int(metric.score(X, z).sum()))
+            ideal_guesses.append(z)
+        ideal_bound = boxes.bound.compute(ideal.profile, prior, metric, np.stack(ideal_guesses), confidences)
+        ideal_bound = {float(c): v for c, v in ideal_bound.items()}
+
+        privacy = mechanism.privacy()
+        mean, low, high = mean_interval(attack_s, self.ci_level)
+        ideal_mean, ideal_low, ideal_high = mean_interval(ideal_s, self.ci_level)
+        b95 = np.asarray(bound[0.95])
+        row = {
+            "prior_name": boxes.names()["prior"], "eps": float(privacy["epsilon_replace_one"] if mechanism.epsilon is None
+                                                            else mechanism.epsilon),
+            "clip_norm": mechanism.clip_norm, "learning_rate": mechanism.learning_rate, "epochs": mechanism.epochs,
+            "noise_multiplier": mechanism.noise_multiplier, "steps": mechanism.steps,
+            "eps_add_remove": privacy["epsilon_add_remove"], "eps_opacus_add_remove": privacy["epsilon_opacus_add_remove"],
+            "trials": trials, "attack_mean": mean, "attack_ci_low": low, "attack_ci_high": high,
+            "model_only_mean": float(np.mean(model_only_s)), "fitted_mean": float(np.mean(fitted_s)),
+            "fitted_temperature": float(np.exp(np.mean(np.log(temperatures)))), "prior_mean": float(np.mean(prior_s)),
+            "bound_05": bound[0.05], "bound_50": bound[0.5], "bound_95": bound[0.95],
+            "bound_exceeded_95": float(np.mean(np.asarray(attack_s) > b95)),
+            "ideal_mean": ideal_mean, "ideal_ci_low": ideal_low, "ideal_ci_high": ideal_high,
+            "ideal_bound_95": ideal_bound[0.95],
+        }
+        return {
+            "table": [row], "headline": {},
+            "n_targets": int(prior.n_targets), "trials": trials, "seed": seed, "boxes": boxes.names(),
+            "attack_successes": attack_s, "model_only_successes": model_only_s, "fitted_successes": fitted_s,
+            "fitted_temperatures": temperatures, "prior_successes": prior_s,
+            "ideal_successes": ideal_s, "privacy": privacy, "mechanism": mechanism.params(),
+            "bound": {repr(c): v for c, v in bound.items()}, "ideal_bound": {repr(c): v for c, v in ideal_bound.items()},
+            "stages": {"computed": [list(x) for x in cache.computed], "reused": [list(x) for x in cache.reused]},
+        }
+
+    @staticmethod
+    def best_rows(rows: list[dict]) -> list[dict]:
+        """Per (prior, eps): the row whose hyperparameters give the best mean Model-Attack success."""
+        best = {}
+        for row in rows:
+            key = (row["prior_name"], float(row["eps"]))
+            if key not in best or float(row["attack_mean"]) > float(best[key]["attack_mean"]):
+                best[key] = row
+        return [best[k] for k in sorted(best, key=lambda kv: (str(kv[0]), kv[1]))]
+
+    @staticmethod
+    def plot(rows, path) -> Path:
+        best = LLMCanaries.best_rows(rows)
+        by_prior = group_rows(best, "prior_name")
+        order = [p for p in ("uniform", "zipf", "pii") if p in by_prior] + [p for p in by_prior if p not in ("uniform", "zipf", "pii")]
+        fig, axes = subplots(len(order), sharey=True)
+        for ax, prior_name in zip(axes, order):
+            members = sorted(by_prior[prior_name], key=lambda r: float(r["eps"]))
+            eps = [float(r["eps"]) for r in members]
+            get = lambda key: np.array([float(r[key]) for r in members])  # noqa: E731
+            ax.fill_between(eps, get("bound_05"), get("bound_95"), color="0.85", label="bound 0.05-0.95")
+            ax.plot(eps, get("bound_50"), "k--", linewidth=0.8, label="bound @ 0.5")
+            ax.plot(eps, get("bound_95"), "k-", linewidth=1.0, label="bound @ 0.95")
+            mean, low, high = get("attack_mean"), get("attack_ci_low"), get("attack_ci_high")
+            ax.errorbar(eps, mean, yerr=[np.nan_to_num(mean - low), np.nan_to_num(high - mean)], fmt="o-", capsize=3,
+                        label="Model Attack (best hyperparameters, 95% CI)")
+            ax.plot(eps, get("model_only_mean"), "x:", label="model only (prior ignored)")
+            if all(r.get("fitted_mean") not in (None, "") for r in members):
+                ax.plot(eps, get("fitted_mean"), "d-.", label="Model Attack, temperature fitted (no secrets)")
+            ideal, ilow, ihigh = get("ideal_mean"), get("ideal_ci_low"), get("ideal_ci_high")
+            ax.errorbar(eps, ideal, yerr=[np.nan_to_num(ideal - ilow), np.nan_to_num(ihigh - ideal)], fmt="s-", capsize=3,
+                        label="idealized Gaussian, Bayes-optimal")
+            ax.plot(eps, get("prior_mean"), ":", color="0.5", label="prior only (no release)")
+            panel(ax, "epsilon (delta = 1e-5)", f"{prior_name} prior", log_x=len(eps) > 1 and max(eps) / min(eps) > 8)
+        return finish(fig, axes, "canaries reconstructed", path)
+
+
+class PIILaw(Task):
+    """The PII prior's law (max / median / 10th percentile) and its rows of Figures novel_bounds and eps_protect."""
+
+    name = "pii_law"
+    columns = ("figure", "prior_name", "canary", "prior_probability", "eps", "advantage", "eps_protect")
+
+    def __init__(self, canaries: Sequence[str] = ("max", "median", "p10"), delta: float = 1e-5, threshold: float = 0.05,
+                 eps_low: float = 0.1, eps_high: float = 100.0, eps_points: int = 31, threads: int | None = None) -> None:
+        from stages.bound import _validate
+
+        self.canaries = [str(c) for c in canaries]
+        for c in self.canaries:
+            if c not in ("max", "median", "p10", "min"):
+                raise ValueError(f"canaries must be among ['max', 'median', 'p10', 'min'], got {c!r}.")
+        self.delta = _validate.delta("delta", delta)
+        self.threshold = float(_validate.probability("threshold", threshold, open_low=True, open_high=True))
+        self.eps = grid("eps", eps_low, eps_high, eps_points, extra=[e for e in (1.0, 10.0) if eps_low <= e <= eps_high])
+        self.threads = None if threads is None else _validate.integer("threads", threads, minimum=1)
+
+    def run(self, cfg, output_dir, cache, logger) -> dict:
+        from pipeline.game import ConfigError, build_boxes
+        from stages.bound.profiles import ApproxDP
+        from stages.bound.theorems import advantage_bound, eps_protect
+
+        _set_threads(self.threads)
+        prior = build_boxes(cfg).prior
+        if not hasattr(prior, "law_summary"):
+            raise ConfigError(f"experiment {self.name} needs prior=pii, got {type(prior).__name__}.")
+        attach_stage_cache(prior, cache)
+        summary = prior.law_summary()
+        name = f"pii_{summary['score']}"
+        rows = []
+        for canary in self.canaries:
+            p = float(summary[canary])
+            for eps in self.eps:
+                rows.append({"figure": "advantage_by_prior", "prior_name": name, "canary": canary, "prior_probability": p,
+                             "eps": float(eps), "advantage": float(advantage_bound(ApproxDP(float(eps), self.delta), p))})
+        protect = float(eps_protect(float(summary["max"]), self.threshold, self.delta))
+        rows.append({"figure": "eps_protect", "prior_name": name, "canary": "max",
+                     "prior_probability": float(summary["max"]), "eps_protect": protect})
+        headline = {"law": summary, "eps_protect_max": protect, "paper_eps_protect_max": 2.37,
+                    **{f"advantage/{r['canary']}/eps={r['eps']:g}": r["advantage"] for r in rows
+                       if r["figure"] == "advantage_by_prior" and r["eps"] in (1.0, 10.0)}}
+        return {"table": rows, "headline": headline}
+
+    @staticmethod
+    def plot(rows, path) -> Path:
+        fig, axes = subplots(2)
+        curves = [r for r in rows if r["figure"] == "advantage_by_prior"]
+        for canary, members in group_rows(curves, "canary").items():
+            members = sorted(members, key=lambda r: float(r["eps"]))
+            axes[0].plot([float(r["eps"]) for r in members], [float(r["advantage"]) for r in members], marker=".",
+                         label=f"{canary} (p = {float(members[0]['prior_probability']):.3g})")
+        axes[0].axhline(0.05, color="k", linestyle=":", linewidth=0.8)
+        panel(axes[0], "epsilon (delta = 1e-5)", "PII prior: advantage bound")
+        axes[0].legend(fontsize=7)
+        axes[0].set_ylabel("advantage bound")
+        for r in rows:
+            if r["figure"] == "eps_protect":
+                axes[1].plot(float(r["prior_probability"]), float(r["eps_protect"]), "o",
+                             label=f"most probable PII: eps = {float(r['eps_protect']):.3g} (paper 2.37)")
+        axes[1].set_yscale("log")
+        panel(axes[1], "prior probability of the canary", "eps_protect (advantage <= 0.05); curve: experiment=eps_protect")
+        axes[1].legend(fontsize=7)
+        fig.tight_layout()
+        from pipeline.io import save_figure_atomic
+
+        return save_figure_atomic(fig, path)

@@ -1,0 +1,382 @@
+"""The tabular case study (paper appendix "Bounding Tabular Data Reconstruction from Noisy Marginals").
+
+Four experiments, one Task each (conf/experiment/tabular_*.yaml), on the boxes prior=baynet,
+mechanism=noisy_marginals and attack=rap:
+
+* `TabularSingleColumn` (Fig. recon_1col): every column of each dataset as the lone target, eps = 1;
+* `TabularEpsilon` (Fig. recon_1col_multeps): one column per dataset over a grid of eps (inf included),
+  the same records and the same standard-normal noise draws across eps within a trial;
+* `TabularMultiColumn` (Fig. recon_multicol): the first `n_known` columns of the network's visit order
+  known, every other column unknown (so the release and the noise are the same for every m), success =
+  the next m visit-order columns all right, m = 1 .. d - n_known;
+* `TabularApproximate` (Fig. recon_approx): one ordinal column, success = within E, E = 0 .. domain - 1.
+
+Each trial samples `prior.n_records` fresh records from the BayNet, releases the noisy marginals,
+runs the attack under each objective and scores it; the prior-only baseline scores the a-priori
+guess z* (the joint MAP of the targets given the known columns, or the best window) on the same
+records; the bound is the one-run count bound (Theorem eps_bound_f_comp via stages.bound.theorems.
+count_bound) with the mechanism's GaussianDP(mu) profile and the records' own prior successes p_i.
+At eps = inf the marginals are exact and the bound is every record.
+
+Stages (pipeline.cache): `baynet` (the fit, keyed by the table's content hash and the fit settings)
+and `tabular_trial` (one trial's records and the attack's relaxed target columns per objective, keyed
+by everything that determines them), so a rerun or a longer sweep reuses what is done.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from pipeline.experiments.common import Task, finish, group_rows, mean_interval, subplots
+
+__all__ = ["TabularSingleColumn", "TabularEpsilon", "TabularMultiColumn", "TabularApproximate", "fit_stage"]
+
+log = logging.getLogger(__name__)
+
+FIT_STAGE_VERSION = 1
+TRIAL_STAGE_VERSION = 1
+_CONFIDENCE_COLUMNS = {0.05: "bound_05", 0.5: "bound_50", 0.95: "bound_95"}
+
+
+def fit_stage(cache, prior_cfg: Mapping, data_dir):
+    """The BayNet of prior_cfg fitted to its dataset, through the `baynet` stage of the cache."""
+    from stages.prior.baynet import BayesNet, fit_network
+    from stages.prior.tabular import load_table
+
+    table = load_table(str(prior_cfg["dataset"]), data_dir)
+    settings = {"structure": prior_cfg["structure"], "degree": int(prior_cfg["degree"]),
+                "root": prior_cfg.get("root"), "seed": int(prior_cfg["seed"])}
+    config = {"stage": "baynet", "version": FIT_STAGE_VERSION, "table": table.content_hash(), **settings}
+    if cache is None:
+        return fit_network(table, **settings)
+    path = cache.get_or_compute("baynet", config, lambda directory: fit_network(table, **settings).save(directory))
+    return BayesNet.load(path)
+
+
+def _epsilon_label(eps: float) -> str:
+    return "inf" if math.isinf(eps) else f"{eps:g}"
+
+
+class _Tabular(Task):
+    """The shared trial loop; subclasses say which (dataset, targets, known, eps, metric) points to play."""
+
+    plays_games = False
+    x_key = "column"
+    x_label = "target column"
+
+    def __init__(self, datasets: Mapping, objectives: Sequence[str] = ("noise_aware", "plain"),
+                 ci_level: float = 0.95) -> None:
+        from stages.attack.rap import OBJECTIVES
+        from stages.bound import _validate
+        from stages.prior.tabular import DATASETS
+
+        self.datasets = {str(k): v for k, v in dict(datasets).items()}
+        if not self.datasets:
+            raise ValueError("datasets must name at least one dataset, got none.")
+        for name in self.datasets:
+            if name not in DATASETS:
+                raise ValueError(f"datasets must be among {sorted(DATASETS)}, got {name!r}.")
+        self.objectives = [str(o) for o in objectives]
+        if not self.objectives or any(o not in OBJECTIVES for o in self.objectives):
+            raise ValueError(f"objectives must list some of {list(OBJECTIVES)}, got {list(objectives)}.")
+        self.ci_level = float(_validate.probability("ci_level", ci_level, open_low=True, open_high=True))
+
+    # -- what to play ------------------------------------------------------------------------
+    def settings(self, dataset: str, network, epsilon: float) -> list[dict]:
+        """Attack settings of one dataset at mechanism.epsilon: {targets, known, epsilon, points: [{x, distance}]}."""
+        raise NotImplementedError
+
+    def one_column(self, dataset: str, network) -> list[str]:
+        column = _columns(network, self.datasets[dataset], dataset)
+        if len(column) != 1:
+            raise ValueError(f"datasets.{dataset} must name one column for {self.name}, got {column}.")
+        return column
+
+    # -- the trial loop ----------------------------------------------------------------------
+    def run(self, cfg: DictConfig, output_dir: Path, cache, logger) -> dict:
+        from stages.attack.rap import RAPAttack
+        from stages.bound import _validate
+        from stages.mechanism.noisy_marginals import NoisyMarginals
+
+        seed = _validate.integer("seed", cfg.seed, minimum=0)
+        trials = _validate.integer("trials", cfg.trials, minimum=1)
+        confidences = [float(c) for c in _validate.confidence("confidences", list(cfg.confidences))]
+        missing = [c for c in _CONFIDENCE_COLUMNS if c not in confidences]
+        if missing:
+            raise ValueError(f"confidences must include 0.05, 0.5 and 0.95 for the tabular figures, got {confidences}.")
+        prior_cfg = OmegaConf.to_container(cfg.prior, resolve=True)
+        mech_cfg = OmegaConf.to_container(cfg.mechanism, resolve=True)
+        attack_cfg = OmegaConf.to_container(cfg.attack, resolve=True)
+        for group, conf, target in (("prior", prior_cfg, "BayNetPrior"), ("mechanism", mech_cfg, "NoisyMarginals"),
+                                    ("attack", attack_cfg, "RAPAttack")):
+            if not str(conf.get("_target_", "")).endswith(target):
+                raise ValueError(f"{group} must be the tabular box {target} for experiment {self.name}, "
+                                 f"got {conf.get('_target_')}; drop the {group}= override.")
+        # Build every box once now, so a bad value fails before any work.
+        attacks = {o: RAPAttack(attack_cfg["steps"], attack_cfg["learning_rate"], o) for o in self.objectives}
+        epsilon = NoisyMarginals(mech_cfg["epsilon"], mech_cfg["delta"], mech_cfg["way"]).epsilon
+        n_records = _validate.integer("prior.n_records", prior_cfg["n_records"], minimum=1)
+        metric_cfg = OmegaConf.to_container(cfg.metric, resolve=True)
+
+        rows, cells = [], []
+        for dataset in self.datasets:
+            network = fit_stage(cache, {**prior_cfg, "dataset": dataset}, cfg.get("data_dir"))
+            for setting in self.settings(dataset, network, epsilon):
+                mechanism = NoisyMarginals(setting["epsilon"], mech_cfg["delta"], mech_cfg["way"])
+                results = [self._trial(cache, network, dataset, prior_cfg, setting, mechanism, attacks, metric_cfg,
+                                       seed, t, trials, n_records, confidences) for t in range(trials)]
+                for p_index, point in enumerate(setting["points"]):
+                    rows.extend(self._rows(dataset, setting, point, [r[p_index] for r in results], network))
+                cells.append({"dataset": dataset, "targets": setting["targets"], "epsilon": _epsilon_label(setting["epsilon"]),
+                              "noise_scale": results[0][0]["noise_scale"], "n_marginals": results[0][0]["n_marginals"]})
+        return {"table": rows, "headline": self.headline(rows), "settings": cells, "trials": trials,
+                "n_records": n_records}
+
+    def _trial(self, cache, network, dataset, prior_cfg, setting, mechanism, attacks, metric_cfg, seed, t, trials,
+               n_records, confidences) -> list[dict]:
+        """Play trial t of a setting: per point, {objective: successes}, prior successes, Sigma p_i and the bound."""
+        from pipeline.cache import load_arrays, save_arrays
+        from stages.bound.theorems import count_bound
+        from stages.metric import Within
+        from stages.prior.baynet import BayNetPrior
+
+        prior = BayNetPrior.from_network(network, n_records, setting["targets"], setting["known"])
+        records_seed, noise_seed = np.random.SeedSequence(seed).spawn(trials)[t].spawn(2)
+
+        def compute(directory=None):
+            X = prior.sample(np.random.default_rng(records_seed))
+            release = mechanism.release(X, np.random.default_rng(noise_seed), network.domain, prior.known)
+            marginals = network.conditional_marginals(prior.known, X[:, prior.known], prior.unknown)
+            out = {"records": X, "noise_scale": np.float64(release.noise_scale),
+                   "n_marginals": np.int64(release.n_marginals)}
+            for objective, attack in attacks.items():
+                relaxed, _ = attack.relaxed(release, prior.known, X[:, prior.known], network.domain, marginals)
+                out[f"relaxed_{objective}"] = relaxed  # every column: the targets only select from it
+            if directory is not None:
+                save_arrays(directory, **out)
+            return out
+
+        # The targets are not part of the key: they only select columns from the attack's relaxed table,
+        # so the multi-column figure plays one release and one attack per trial for every m.
+        config = {"stage": "tabular_trial", "version": TRIAL_STAGE_VERSION, "network": _network_key(network),
+                  "dataset": dataset, "known": list(prior.known),
+                  "n_records": n_records, "epsilon": _epsilon_label(mechanism.epsilon), "delta": mechanism.delta,
+                  "way": mechanism.way, "attacks": {o: a.params() for o, a in attacks.items()}, "seed": seed,
+                  "trial": t, "trials": trials}
+        stored = load_arrays(cache.get_or_compute("tabular_trial", config, compute)) if cache is not None else compute()
+        X = stored["records"]
+        out = []
+        for point in setting["points"]:
+            distance = point.get("distance")
+            metric = Within(distance) if distance is not None else _metric(metric_cfg)
+            trial_prior = prior.given_known(X, metric)
+            successes = {}
+            for objective in attacks:
+                relaxed = stored[f"relaxed_{objective}"]
+                z = np.stack([np.asarray(metric.best_guess(relaxed[:, tgt, :network.domain[tgt]], 1))[:, 0]
+                              for tgt in prior.targets], axis=1)
+                successes[objective] = int(prior.score(X, z, metric).sum())
+            if mechanism.exact:
+                bound = {c: n_records for c in confidences}
+            else:
+                counts = count_bound(mechanism.profile, trial_prior.prior_success, confidences)
+                bound = {c: int(v) for c, v in zip(confidences, np.atleast_1d(counts))}
+            out.append({"attack": successes, "prior": int(prior.score(X, trial_prior.guess, metric).sum()),
+                        "prior_expected": float(trial_prior.prior_success.sum()), "bound": bound,
+                        "noise_scale": float(stored["noise_scale"]), "n_marginals": int(stored["n_marginals"]),
+                        "metric": metric})
+        return out
+
+    def _rows(self, dataset, setting, point, results, network) -> list[dict]:
+        targets = list(setting["targets"])
+        prior_mean, prior_low, prior_high = mean_interval([r["prior"] for r in results], self.ci_level)
+        bounds = {column: float(np.mean([r["bound"][c] for r in results])) for c, column in _CONFIDENCE_COLUMNS.items()}
+        rows = []
+        for objective in self.objectives:
+            successes = [r["attack"][objective] for r in results]
+            mean, low, high = mean_interval(successes, self.ci_level)
+            rows.append({
+                "dataset": dataset, "column": "+".join(targets), "m": len(targets),
+                "epsilon": _epsilon_label(setting["epsilon"]), "distance": point.get("distance", 0) or 0,
+                "objective": objective, "trials": len(results),
+                "attack_mean": mean, "attack_ci_low": low, "attack_ci_high": high,
+                "prior_mean": prior_mean, "prior_ci_low": prior_low, "prior_ci_high": prior_high,
+                "prior_expected": float(np.mean([r["prior_expected"] for r in results])),
+                **bounds,
+                "exceed_95": float(np.mean([s > r["bound"][0.95] for s, r in zip(successes, results)])),
+                "noise_scale": results[0]["noise_scale"], "n_marginals": results[0]["n_marginals"],
+                "x": point["x"],
+            })
+        return rows
+
+    def headline(self, rows: list[dict]) -> dict:
+        return {f"{r['dataset']}/{r['column']}/eps={r['epsilon']}/E={r['distance']}/{r['objective']}/attack_mean":
+                r["attack_mean"] for r in rows}
+
+    # -- the figure ----------------------------------------------------------------------------
+    @classmethod
+    def plot_rows(cls, rows: list[dict], path, x_label: str, panel_key: str, numeric_x: bool) -> Path:
+        panels = group_rows(rows, panel_key)
+        fig, axes = subplots(len(panels), width=min(8.0, max(4.4, 0.45 * max(len(group_rows(v, "x")) for v in panels.values()))))
+        markers = {"noise_aware": "o", "plain": "^"}
+        for ax, (name, members) in zip(axes, panels.items()):
+            xs = list(dict.fromkeys(r["x"] for r in members))
+            if numeric_x:
+                xs.sort(key=lambda v: math.inf if str(v) == "inf" else float(v))
+            pos = {x: i for i, x in enumerate(xs)}
+            first = [next(r for r in members if r["x"] == x) for x in xs]
+            at = np.arange(len(xs), dtype=float)
+            b50 = np.array([float(r["bound_50"]) for r in first])
+            ax.errorbar(at, b50, yerr=[b50 - np.array([float(r["bound_05"]) for r in first]),
+                                       np.array([float(r["bound_95"]) for r in first]) - b50],
+                        fmt="_", color="k", capsize=4, markersize=10, label="bound (conf. 0.05 / 0.5 / 0.95)")
+            ax.plot(at, [float(r["prior_mean"]) for r in first], "s", color="0.5", label="prior only")
+            for k, (objective, series) in enumerate(group_rows(members, "objective").items()):
+                series = sorted(series, key=lambda r: pos[r["x"]])
+                x = np.array([pos[r["x"]] for r in series], dtype=float) + 0.15 * (k + 1)
+                mean = np.array([float(r["attack_mean"]) for r in series])
+                low = np.nan_to_num(mean - np.array([float(r["attack_ci_low"]) for r in series]))
+                high = np.nan_to_num(np.array([float(r["attack_ci_high"]) for r in series]) - mean)
+                ax.errorbar(x, mean, yerr=[low, high], fmt=markers.get(objective, "o"), capsize=2,
+                            label=f"RAP M-AI ({objective})")
+            ax.set_xticks(at, [str(x) for x in xs], rotation=60 if not numeric_x else 0, fontsize=7)
+            ax.set_xlabel(x_label)
+            ax.set_title(str(name), fontsize=9)
+            ax.set_ylim(0, None)
+            ax.grid(alpha=0.3)
+        return finish(fig, axes, "records reconstructed (of 100)", path)
+
+
+def _network_key(network) -> str:
+    import hashlib
+
+    h = hashlib.sha256(repr((network.columns, network.domain, network.parents, network.order)).encode())
+    for cpt in network.cpts:
+        h.update(np.ascontiguousarray(cpt).tobytes())
+    return h.hexdigest()
+
+
+def _metric(metric_cfg: Mapping):
+    from stages.metric import Exact, Within
+
+    target = str(metric_cfg.get("_target_", ""))
+    if target.endswith("Within"):
+        return Within(metric_cfg.get("distance", 1))
+    if target.endswith("Exact"):
+        return Exact()
+    raise ValueError(f"metric must be exact or within for the tabular experiments, got {target!r}.")
+
+
+def _columns(network, wanted, dataset: str) -> list[str]:
+    from stages.prior.tabular import column_indices
+
+    if wanted in (None, "all"):
+        return list(network.columns)
+    wanted = [wanted] if isinstance(wanted, str) else list(wanted)
+    column_indices(network.columns, wanted, f"datasets.{dataset}")
+    return wanted
+
+
+def _by_column(rows: list[dict]) -> list[dict]:
+    return [{**r, "panel": f"{r['dataset']}, {r['column']}"} for r in rows]
+
+
+def _epsilon(value) -> float:
+    from stages.mechanism.noisy_marginals import _epsilon as parse
+
+    return parse(value)
+
+
+class TabularSingleColumn(_Tabular):
+    """Fig. recon_1col: each column (or the listed ones) as the lone target, every other column known."""
+
+    name = "tabular_single_column"
+    columns = ("dataset", "column", "epsilon", "objective", "trials", "attack_mean", "attack_ci_low", "attack_ci_high",
+               "prior_mean", "prior_expected", "bound_05", "bound_50", "bound_95", "exceed_95", "noise_scale",
+               "n_marginals")
+
+    def settings(self, dataset, network, epsilon):
+        return [{"targets": [c], "known": None, "epsilon": epsilon, "points": [{"x": c}]}
+                for c in _columns(network, self.datasets[dataset], dataset)]
+
+    @staticmethod
+    def plot(rows, path):
+        return _Tabular.plot_rows(rows, path, "target column (eps = {})".format(rows[0]["epsilon"] if rows else ""),
+                                  "dataset", numeric_x=False)
+
+
+class TabularEpsilon(_Tabular):
+    """Fig. recon_1col_multeps: one column per dataset over the eps grid (same records and noise draws)."""
+
+    name = "tabular_epsilon"
+    columns = TabularSingleColumn.columns
+
+    def __init__(self, datasets: Mapping, epsilons: Sequence = (0.5, 1, 2, 3, 5, 10, "inf"),
+                 objectives: Sequence[str] = ("noise_aware", "plain"), ci_level: float = 0.95) -> None:
+        super().__init__(datasets, objectives, ci_level)
+        self.epsilons = [_epsilon(e) for e in epsilons]
+        if not self.epsilons:
+            raise ValueError("epsilons must list at least one value, got [].")
+
+    def settings(self, dataset, network, epsilon):
+        column = self.one_column(dataset, network)
+        return [{"targets": column, "known": None, "epsilon": eps, "points": [{"x": _epsilon_label(eps)}]}
+                for eps in self.epsilons]
+
+    @staticmethod
+    def plot(rows, path):
+        return _Tabular.plot_rows(_by_column(rows), path, "epsilon (delta = 1e-5)", "panel", numeric_x=True)
+
+
+class TabularMultiColumn(_Tabular):
+    """Fig. recon_multicol: first n_known visit-order columns known; targets the next m; the rest unknown."""
+
+    name = "tabular_multi_column"
+    columns = ("dataset", "column", "m", "epsilon", "objective", "trials", "attack_mean", "attack_ci_low",
+               "attack_ci_high", "prior_mean", "prior_expected", "bound_05", "bound_50", "bound_95", "exceed_95",
+               "noise_scale", "n_marginals")
+
+    def __init__(self, datasets: Mapping, n_known: int = 3, max_targets: int | None = None,
+                 objectives: Sequence[str] = ("noise_aware", "plain"), ci_level: float = 0.95) -> None:
+        from stages.bound import _validate
+
+        super().__init__(datasets, objectives, ci_level)
+        self.n_known = _validate.integer("n_known", n_known, minimum=1)
+        self.max_targets = None if max_targets is None else _validate.integer("max_targets", max_targets, minimum=1)
+
+    def settings(self, dataset, network, epsilon):
+        order = [network.columns[j] for j in network.order]
+        if self.n_known >= len(order):
+            raise ValueError(f"n_known must be below the {len(order)} columns of {dataset}, got {self.n_known}.")
+        known = order[:self.n_known]
+        top = len(order) - self.n_known if self.max_targets is None else min(self.max_targets, len(order) - self.n_known)
+        return [{"targets": order[self.n_known:self.n_known + m], "known": known, "epsilon": epsilon,
+                 "points": [{"x": m}]} for m in range(1, top + 1)]
+
+    @staticmethod
+    def plot(rows, path):
+        return _Tabular.plot_rows(rows, path, "target columns m (visit order; 3 known)", "dataset", numeric_x=True)
+
+
+class TabularApproximate(_Tabular):
+    """Fig. recon_approx: one ordinal column per dataset, success = |X - z| <= E for E = 0 .. domain - 1."""
+
+    name = "tabular_approximate"
+    columns = ("dataset", "column", "distance", "epsilon", "objective", "trials", "attack_mean", "attack_ci_low",
+               "attack_ci_high", "prior_mean", "prior_expected", "bound_05", "bound_50", "bound_95", "exceed_95",
+               "noise_scale", "n_marginals")
+
+    def settings(self, dataset, network, epsilon):
+        column = self.one_column(dataset, network)
+        size = network.domain[network.columns.index(column[0])]
+        return [{"targets": column, "known": None, "epsilon": epsilon,
+                 "points": [{"x": e, "distance": e} for e in range(size)]}]
+
+    @staticmethod
+    def plot(rows, path):
+        return _Tabular.plot_rows(_by_column(rows), path, "within distance E", "panel", numeric_x=True)

@@ -1,0 +1,52 @@
+"""GPT-2 (the paper's model) or any causal-LM checkpoint: a Hugging Face hub name or a local folder."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from stages.model.base import LanguageModel
+
+__all__ = ["HubModel"]
+
+
+class HubModel(LanguageModel):
+    """`AutoModelForCausalLM.from_pretrained(name_or_path)`: a local checkpoint folder, else the hub's copy.
+
+    A local folder is read offline; a hub name is looked up in the local Hugging Face cache first and
+    downloaded only if missing. tokenizer (optional) is a folder or hub name for the tokenizer when the
+    checkpoint folder has none (e.g. ../shared/data/gpt2-tokenizer for GPT-2 weights).
+    """
+
+    name = "hub"
+
+    def __init__(self, name_or_path: str = "gpt2", tokenizer: str | None = None, device: str = "auto",
+                 dtype: str = "float32") -> None:
+        super().__init__(device, dtype)
+        if not isinstance(name_or_path, str) or not name_or_path:
+            raise ValueError(f"name_or_path must be a hub model name or a checkpoint folder, got {name_or_path!r}.")
+        looks_like_path = name_or_path.startswith((".", "/", "~")) or Path(name_or_path).expanduser().exists()
+        if looks_like_path and not (Path(name_or_path).expanduser() / "config.json").is_file():
+            raise FileNotFoundError(
+                f"name_or_path {name_or_path} is not a checkpoint folder (no config.json there); point it at a folder "
+                f"written by save_pretrained, or use a hub name such as gpt2.")
+        self.name_or_path = name_or_path
+        self.tokenizer = tokenizer
+
+    def identity(self) -> dict:
+        return {"name_or_path": self.name_or_path, "tokenizer": self.tokenizer, "dtype": self.dtype}
+
+    def _build(self):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        source = str(Path(self.name_or_path).expanduser()) if Path(self.name_or_path).expanduser().exists() else self.name_or_path
+        try:
+            try:
+                model = AutoModelForCausalLM.from_pretrained(source, local_files_only=True)
+            except OSError:
+                model = AutoModelForCausalLM.from_pretrained(source)
+            tokenizer = AutoTokenizer.from_pretrained(self.tokenizer or source)
+        except OSError as exc:
+            raise ValueError(
+                f"name_or_path {self.name_or_path!r} could not be loaded: it is neither a local checkpoint nor reachable "
+                f"on the Hugging Face hub from this machine; download it where the hub is reachable "
+                f"(save_pretrained to a folder and pass that folder) or use model=smollm2, which works offline.") from exc
+        return model, tokenizer

@@ -1,0 +1,381 @@
+"""The PII prior (Section 4.1): names in Enron emails scored by a pretrained language model.
+
+Recipe (the paper's, with the choices it leaves open made explicit):
+
+* Contexts: every occurrence of a candidate name in an email body gives a context, the text to its
+  left (at most `context_chars` characters, cut at a word boundary, whitespace collapsed, at least
+  `min_context_words` words). Duplicate (context, name) pairs are dropped and `n_contexts` of them are
+  drawn with numpy's default_rng(seed) (the paper samples 500 sequences).
+* Candidates: people's names from the `X-From`, `X-To` and `X-cc` headers of the whole folder
+  ("Last, First" turned into "First Last", middle initials dropped, addresses and obvious
+  non-persons such as "All Enron Worldwide" dropped), kept if they occur in some body. No NER model
+  is needed. `max_candidates` keeps only the most frequent ones.
+* Scores: log p_LM(name tokens | context) with the causal LM (the right context is not used). The
+  context is run once and its key/value cache reused for batches of candidates.
+* The law over the candidates of a context, `score`:
+  - `inverse_perplexity` (default, the paper's "normalise the perplexities"): Pr[name] proportional
+    to 1 / perplexity = exp(mean log-probability per token). Default because it is what the paper
+    did, so the PII rows and eps_protect can be compared with its numbers; it gives a flat law
+    (a long name is not penalised for its length).
+  - `log_likelihood`: Pr[name] proportional to p_LM(name | context), the softmax of the total
+    log-likelihoods: the LM's own conditional distribution restricted to the candidates, which is the
+    Bayesian prior of an adversary holding that LM. It is much more peaked.
+
+Outputs: `law()` (contexts x candidates), `law_summary()` (max, median and 10th percentile of all
+those probabilities: the paper's min is ~0, so its footnote uses the 10th percentile), and the
+Prior itself: canary i takes context i mod n_contexts and its `domain_size` most probable
+candidates, renormalised, most probable first (the paper scales each prior down to 10 secrets
+without saying how; this is our choice).
+
+Scoring is the expensive stage. `use_cache(get_or_compute)` lets the pipeline store the scores in its
+stage cache (keyed by the model, the sha256 of the contexts and candidates, and the settings);
+without it they are computed in memory on first use.
+"""
+from __future__ import annotations
+
+import email
+import hashlib
+import json
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from scipy import special
+
+from stages.bound import _validate
+from stages.prior.base import DATA_ENV, REPO_ROOT, Prior, validate_probabilities
+
+__all__ = ["PIIPrior", "Context", "header_names", "read_messages", "find_contexts", "score_candidates",
+           "law_from_scores", "SCORES"]
+
+SCORES = ("inverse_perplexity", "log_likelihood")
+SCORES_STAGE_VERSION = 1
+_NAME_TOKEN = re.compile(r"^[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?$")
+_NOT_PEOPLE = {
+    "enron", "all", "office", "the", "of", "announcements", "worldwide", "system", "arsystem", "team", "group",
+    "mail", "on", "and", "inc", "news", "corp", "chairman", "department", "services", "desk", "list", "center",
+    "support", "no", "reply", "admin", "public", "relations", "investor", "commerce", "network", "multex",
+}
+
+
+@dataclass(frozen=True)
+class Context:
+    """One occurrence of a name: the text to its left, the name, and the message it came from."""
+
+    left: str
+    name: str
+    source: str
+
+
+def header_names(value: str | None) -> list[str]:
+    """People's names ("First Last") in one X-From / X-To / X-cc header value."""
+    if not value:
+        return []
+    out = []
+    for chunk in re.sub(r"<[^>]*>", ";", value).split(";"):
+        chunk = chunk.strip().strip(",").strip()
+        if not chunk:
+            continue
+        parts = [p.strip() for p in chunk.split(",")]
+        if len(parts) == 2 and len(parts[0].split()) == 1 and parts[1] and "@" not in chunk:
+            parts = [f"{parts[1]} {parts[0]}"]  # "Arora, Harry" -> "Harry Arora"
+        for part in parts:
+            part = part.strip().strip("\"'").strip()
+            if not part or "@" in part or any(ch.isdigit() for ch in part):
+                continue
+            tokens = [t.rstrip(".") for t in part.split()]
+            tokens = [t.capitalize() if t.isupper() else t for t in tokens if len(t) > 1]  # drops middle initials
+            if not 2 <= len(tokens) <= 3:
+                continue
+            tokens = [tokens[0], tokens[-1]]
+            if all(_NAME_TOKEN.match(t) for t in tokens) and not any(t.lower() in _NOT_PEOPLE for t in tokens):
+                out.append(" ".join(tokens))
+    return out
+
+
+def _body(message) -> str:
+    payload = message.get_payload()
+    if isinstance(payload, list):
+        return "\n".join(_body(part) for part in payload)
+    return payload if isinstance(payload, str) else ""
+
+
+def read_messages(folder: Path) -> list[tuple[str, email.message.Message]]:
+    """(relative path, message) for every file under a maildir folder, or every row of a CSV `file,message`."""
+    if folder.is_file() and folder.suffix == ".csv":
+        import csv
+
+        with open(folder, newline="", encoding="utf-8", errors="replace") as f:
+            reader = csv.DictReader(f)
+            if not {"file", "message"} <= set(reader.fieldnames or []):
+                raise ValueError(f"enron {folder} must have columns file and message, got {reader.fieldnames}.")
+            return [(row["file"], email.message_from_string(row["message"])) for row in reader]
+    out = []
+    for directory, _, files in sorted(os.walk(folder)):
+        for name in sorted(files):
+            path = Path(directory) / name
+            with open(path, encoding="utf-8", errors="replace") as f:
+                out.append((str(path.relative_to(folder)), email.message_from_file(f)))
+    return out
+
+
+def find_contexts(messages, context_chars: int = 200, min_context_words: int = 3) -> tuple[list[Context], Counter]:
+    """All (left context, name) occurrences of header names in the bodies, and how often each name occurs."""
+    names = {n for _, m in messages for key in ("X-From", "X-To", "X-cc") for n in header_names(m.get(key))}
+    bodies = [(source, re.sub(r"\s+", " ", _body(m))) for source, m in messages]
+    contexts, seen, counts = [], set(), Counter()
+    if not names:
+        return contexts, counts
+    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")\b")
+    for source, body in bodies:
+        for match in pattern.finditer(body):
+            counts[match.group(1)] += 1
+            start = max(0, match.start() - context_chars)
+            left = body[start:match.start()]
+            if start > 0:  # cut at a word boundary
+                left = left.split(" ", 1)[1] if " " in left else ""
+            left = left.strip()
+            if len(left.split()) < min_context_words or (left, match.group(1)) in seen:
+                continue
+            seen.add((left, match.group(1)))
+            contexts.append(Context(left, match.group(1), source))
+    return contexts, counts
+
+
+def _expand_cache(past, batch: int):
+    """The context's key/value cache repeated for `batch` candidates (a fresh copy each time)."""
+    import copy
+
+    import torch
+
+    if isinstance(past, tuple):  # legacy format: ((k, v), ...) per layer
+        return tuple(tuple(t.expand(batch, *t.shape[1:]).contiguous() for t in layer) for layer in past)
+    copied = copy.deepcopy(past)
+    if hasattr(copied, "batch_repeat_interleave"):
+        copied.batch_repeat_interleave(batch)
+        return copied
+    raise TypeError(f"cannot expand a {type(past).__name__} key/value cache; torch {torch.__version__}")
+
+
+def score_candidates(model, tokenizer, contexts: list[str], candidates: list[str], batch_size: int = 64,
+                     max_context_tokens: int = 256, progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """log p(candidate | context) for every pair: (C, K) float array, and each candidate's token count (K,).
+
+    The context (BOS, if the tokenizer has one, then the context tokens, at most max_context_tokens)
+    runs once; its key/value cache is repeated for batches of right-padded candidates (" " + name).
+    """
+    import torch
+
+    import inspect
+
+    device = next(model.parameters()).device
+    # transformers 5 renames past_key_values to cache (the old name is deprecated)
+    cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    cand_ids = [tokenizer(" " + c, add_special_tokens=False)["input_ids"] for c in candidates]
+    lengths = np.asarray([len(ids) for ids in cand_ids])
+    if np.any(lengths == 0):
+        raise ValueError(f"candidate {candidates[int(np.argmin(lengths))]!r} has no tokens.")
+    bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+    out = np.zeros((len(contexts), len(candidates)))
+    iterator = contexts
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(contexts, desc="PII prior: scoring contexts", unit="context")
+    with torch.no_grad():
+        for c, text in enumerate(iterator):
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"][-max_context_tokens:]
+            ids = torch.as_tensor([bos + ids], device=device)
+            ctx = model(input_ids=ids, use_cache=True)
+            past = ctx.cache if getattr(ctx, "cache", None) is not None else ctx.past_key_values
+            first = torch.log_softmax(ctx.logits[0, -1].float(), dim=-1)
+            n_past = ids.shape[1]
+            for b0 in range(0, len(candidates), batch_size):
+                batch = cand_ids[b0:b0 + batch_size]
+                width = max(len(t) for t in batch)
+                tokens = torch.zeros(len(batch), width, dtype=torch.long, device=device)
+                mask = torch.zeros(len(batch), width, dtype=torch.long, device=device)
+                for i, t in enumerate(batch):
+                    tokens[i, :len(t)] = torch.as_tensor(t)
+                    mask[i, :len(t)] = 1
+                score = first[tokens[:, 0]]
+                if width > 1:
+                    inputs = tokens[:, :-1]
+                    attention = torch.cat([torch.ones(len(batch), n_past, dtype=torch.long, device=device),
+                                           mask[:, :-1]], dim=1)
+                    positions = (n_past + torch.arange(width - 1, device=device)).expand(len(batch), -1)
+                    step = model(input_ids=inputs, attention_mask=attention, position_ids=positions,
+                                 use_cache=True, **{cache_arg: _expand_cache(past, len(batch))})
+                    log_probs = torch.log_softmax(step.logits.float(), dim=-1)
+                    following = torch.gather(log_probs, 2, tokens[:, 1:, None])[:, :, 0]
+                    score = score + (following * mask[:, 1:]).sum(dim=1)
+                out[c, b0:b0 + len(batch)] = score.double().cpu().numpy()
+    return out, lengths
+
+
+def law_from_scores(log_likelihood, n_tokens, score: str = "inverse_perplexity") -> np.ndarray:
+    """Per-context law over the candidates from log p(candidate | context): rows summing to 1."""
+    ll = np.asarray(log_likelihood, dtype=float)
+    if score == "inverse_perplexity":
+        logits = ll / np.asarray(n_tokens, dtype=float)[None, :]  # log(1 / perplexity)
+    elif score == "log_likelihood":
+        logits = ll
+    else:
+        raise ValueError(f"score must be one of {list(SCORES)}, got {score!r}.")
+    return np.exp(logits - special.logsumexp(logits, axis=1, keepdims=True))
+
+
+def _resolve_enron(enron: str, data_dir) -> Path:
+    path = Path(enron).expanduser()
+    if not path.is_absolute():
+        base = data_dir if data_dir is not None else (os.environ.get(DATA_ENV) or REPO_ROOT.parent / "shared" / "data")
+        path = Path(base).expanduser() / path
+    if not path.exists():
+        raise FileNotFoundError(f"enron {path} does not exist; point enron at a maildir folder or an enron CSV "
+                                f"(file,message), relative to data_dir or absolute (see ../shared/data/README.md).")
+    return path
+
+
+class PIIPrior(Prior):
+    """n canaries whose m candidate secrets are the names an LM finds most likely in an Enron context."""
+
+    name = "pii"
+
+    def __init__(
+        self,
+        model,
+        n_targets: int = 100,
+        domain_size: int = 10,
+        enron: str = "enron/mini-enron",
+        data_dir: str | None = None,
+        n_contexts: int = 500,
+        max_candidates: int | None = None,
+        context_chars: int = 200,
+        min_context_words: int = 3,
+        score: str = "inverse_perplexity",
+        batch_size: int = 64,
+        seed: int = 0,
+        progress: bool = True,
+    ) -> None:
+        self.model = model
+        self.n = _validate.integer("n_targets", n_targets, minimum=1)
+        self.m = _validate.integer("domain_size", domain_size, minimum=1)
+        self.n_contexts = _validate.integer("n_contexts", n_contexts, minimum=1)
+        self.context_chars = _validate.integer("context_chars", context_chars, minimum=10)
+        self.min_context_words = _validate.integer("min_context_words", min_context_words, minimum=1)
+        self.batch_size = _validate.integer("batch_size", batch_size, minimum=1)
+        self.seed = _validate.integer("seed", seed, minimum=0)
+        if score not in SCORES:
+            raise ValueError(f"score must be one of {list(SCORES)}, got {score!r}.")
+        self.score = score
+        self.progress = bool(progress)
+        self.enron = enron
+        folder = _resolve_enron(enron, data_dir)
+        contexts, counts = find_contexts(read_messages(folder), self.context_chars, self.min_context_words)
+        if not contexts:
+            raise ValueError(f"enron {folder} has no usable names: no X-From/X-To/X-cc person name occurs in a body "
+                             f"after at least {self.min_context_words} words; point enron at a folder of raw Enron emails.")
+        candidates = [name for name, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+        if max_candidates is not None:
+            candidates = candidates[:_validate.integer("max_candidates", max_candidates, minimum=1)]
+        if len(candidates) < self.m:
+            raise ValueError(f"domain_size must be at most the number of candidate names ({len(candidates)}), got {self.m}.")
+        self.candidates = candidates
+        keep = set(candidates)
+        usable = [c for c in contexts if c.name in keep]
+        rng = np.random.default_rng(self.seed)
+        chosen = np.sort(rng.choice(len(usable), size=min(self.n_contexts, len(usable)), replace=False))
+        self.contexts = [usable[i] for i in chosen]
+        self._cache: Callable | None = None
+        self._scores: tuple[np.ndarray, np.ndarray] | None = None
+        self._top: tuple[np.ndarray, np.ndarray] | None = None
+
+    # -- the scoring stage ---------------------------------------------------------------------------
+    def stage_config(self) -> dict:
+        """What determines the scores: the model, the exact contexts and candidates (hashed), the settings."""
+        digest = lambda items: hashlib.sha256(json.dumps(items, ensure_ascii=True).encode()).hexdigest()  # noqa: E731
+        return {
+            "stage": "pii_scores", "version": SCORES_STAGE_VERSION, "model": self.model.identity(),
+            "contexts_sha256": digest([c.left for c in self.contexts]), "candidates_sha256": digest(self.candidates),
+            "n_contexts": len(self.contexts), "n_candidates": len(self.candidates),
+        }
+
+    def use_cache(self, get_or_compute: Callable) -> "PIIPrior":
+        """Store the scores through get_or_compute(stage, config, compute(directory)) -> directory (a stage cache)."""
+        self._cache = get_or_compute
+        return self
+
+    def _compute(self) -> tuple[np.ndarray, np.ndarray]:
+        model, tokenizer = self.model.load()
+        return score_candidates(model, tokenizer, [c.left for c in self.contexts], self.candidates,
+                                batch_size=self.batch_size, progress=self.progress)
+
+    def scores(self) -> tuple[np.ndarray, np.ndarray]:
+        """(log p(candidate | context) of shape (C, K), token counts (K,)): cached stage or computed once."""
+        if self._scores is None:
+            if self._cache is None:
+                self._scores = self._compute()
+            else:
+                def compute(directory: Path) -> None:
+                    ll, lengths = self._compute()
+                    np.save(Path(directory) / "log_likelihood.npy", ll)
+                    np.save(Path(directory) / "n_tokens.npy", lengths)
+                    (Path(directory) / "candidates.json").write_text(json.dumps(self.candidates))
+                    (Path(directory) / "contexts.json").write_text(
+                        json.dumps([{"left": c.left, "name": c.name, "source": c.source} for c in self.contexts]))
+
+                directory = Path(self._cache("pii_scores", self.stage_config(), compute))
+                self._scores = (np.load(directory / "log_likelihood.npy"), np.load(directory / "n_tokens.npy"))
+        return self._scores
+
+    # -- the two outputs ------------------------------------------------------------------------------
+    def law(self) -> np.ndarray:
+        """Pr[candidate k | context c] under `score`: array (n_contexts, n_candidates), rows sum to 1."""
+        return law_from_scores(*self.scores(), score=self.score)
+
+    def law_summary(self) -> dict:
+        """max, median and 10th percentile of the candidate probabilities over all contexts (Figure novel_bounds)."""
+        p = self.law().reshape(-1)
+        return {"max": float(p.max()), "median": float(np.median(p)), "p10": float(np.percentile(p, 10)),
+                "min": float(p.min()), "n_contexts": len(self.contexts), "n_candidates": len(self.candidates),
+                "score": self.score}
+
+    def _top_candidates(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._top is None:
+            law = self.law()
+            rows = np.arange(self.n) % law.shape[0]
+            order = np.argsort(-law[rows], axis=1, kind="stable")[:, : self.m]
+            top = np.take_along_axis(law[rows], order, axis=1)
+            self._top = (validate_probabilities(top / top.sum(axis=1, keepdims=True), "PII prior"), order)
+        return self._top
+
+    @property
+    def probabilities(self) -> np.ndarray:
+        """Canary i: the m most probable candidates of context i mod C, renormalised, most probable first."""
+        return self._top_candidates()[0]
+
+    @property
+    def _cdf(self) -> np.ndarray:
+        return np.cumsum(self.probabilities, axis=1)
+
+    @property
+    def n_targets(self) -> int:
+        return self.n
+
+    @property
+    def domain_size(self) -> int:
+        return self.m
+
+    def secret_names(self) -> list[list[str]]:
+        """The candidate names behind each canary's m secrets (secret j of canary i is names[i][j])."""
+        order = self._top_candidates()[1]
+        return [[self.candidates[k] for k in row] for row in order]
+
+    def params(self) -> dict:
+        return {"prior": self.name, "n_targets": self.n, "domain_size": self.m, "enron": self.enron,
+                "n_contexts": len(self.contexts), "n_candidates": len(self.candidates), "score": self.score,
+                "seed": self.seed, "model": self.model.params()}

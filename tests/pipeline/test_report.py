@@ -1,0 +1,84 @@
+"""`python -m pipeline.report` on real sweeps: missing jobs are named, and the figure says what it shows."""
+from __future__ import annotations
+
+import csv
+import shutil
+
+import pytest
+from conftest import run_cli
+from omegaconf import OmegaConf
+
+from pipeline.report import collect, missing_jobs, report_figure
+
+# 4 jobs: one_run and the kgk comparator, at 10 and 20 targets, one epsilon.
+SWEEP = ("-m", "bound=one_run,comparator", "prior.n_targets=10,20", "trials=5", "attack.k=2")
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("report")
+    folder = tmp / "sweep"
+    result = run_cli(*SWEEP, f"hydra.sweep.dir={folder}", cwd=tmp)
+    assert result.returncode == 0, result.stderr
+    return folder
+
+
+def test_complete_sweep_reports_every_job_with_k(sweep, tmp_path):
+    copy = tmp_path / "sweep"
+    shutil.copytree(sweep, copy)
+    assert missing_jobs(copy) == []
+    result = run_cli(str(copy), module="pipeline.report", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.DictReader((copy / "report.csv").open()))
+    assert len(rows) == 4 and {r["k"] for r in rows} == {"2"}
+    assert {r["comparator"] for r in rows} == {"", "kgk"}
+
+
+def test_unfinished_and_unstarted_jobs_are_named_and_fail_the_report(sweep, tmp_path):
+    """Issue: a sweep with an unfinished job was reported from the rows it had, exit 0 and no word."""
+    copy = tmp_path / "sweep"
+    shutil.copytree(sweep, copy)
+    (copy / "1" / "metrics.json").unlink()  # still running, or killed
+    shutil.rmtree(copy / "3")  # never started
+    missing = missing_jobs(copy)
+    assert len(missing) == 2
+    assert missing[0].startswith("job 1 (") and "started, no metrics.json" in missing[0]
+    assert missing[1].startswith("job 3 (") and "no job folder" in missing[1]
+    # Each line names the job's overrides, the same Hydra gave the job.
+    for number, line in ((1, missing[0]), (3, missing[1])):
+        overrides = OmegaConf.load(sweep / str(number) / ".hydra" / "overrides.yaml")
+        assert f"({' '.join(overrides)})" in line
+
+    result = run_cli(str(copy), module="pipeline.report", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "2 of 4 jobs" in result.stderr and "job 1 (" in result.stderr and "job 3 (" in result.stderr
+    assert "--allow-missing" in result.stderr and not (copy / "report.csv").exists()
+
+    allowed = run_cli(str(copy), "--allow-missing", module="pipeline.report", cwd=tmp_path)
+    assert allowed.returncode == 0, allowed.stderr
+    assert "job 1 (" in allowed.stderr
+    assert len(list(csv.DictReader((copy / "report.csv").open()))) == 2
+
+
+def test_figure_has_markers_per_panel_n_and_its_settings(sweep):
+    """Issue: bound=one_run,expected,comparator at one epsilon showed no bound (lines without markers)."""
+    rows = collect(sweep)
+    fig = report_figure(rows)
+    try:
+        axes = fig.axes
+        assert len(axes) == 4
+        for ax in axes:
+            lines = ax.get_lines()
+            assert len(lines) == 5 and all(line.get_marker() not in (None, "None", "", " ") for line in lines)
+        labels = sorted(ax.get_ylabel() for ax in axes)
+        assert labels == ["targets attacked (of 10)"] * 2 + ["targets attacked (of 20)"] * 2
+        text = " ".join(" ".join(t.get_text() for t in fig.texts).split())  # captions are wrapped
+        for needed in ("delta = 1e-05", "trials = 5", "metric = exact", "k = 2", "comparator = kgk",
+                       '"bound @ c": with probability >= c at most this many'):
+            assert needed in text, (needed, text)
+        legend = [t.get_text() for t in axes[-1].get_legend().get_texts()]
+        assert "prior baseline z* (k=2, mean)" in legend
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)

@@ -1,0 +1,125 @@
+"""The four tabular experiments compose from the real config tree and run end to end, shrunk, on tests/data."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from scipy import stats
+
+import pipeline
+from pipeline import experiments
+from pipeline.cache import StageCache
+from pipeline.game import ConfigError
+
+CONF_DIR = Path(pipeline.CONF_DIR)
+NAMES = ["tabular_approximate", "tabular_epsilon", "tabular_multi_column", "tabular_single_column"]
+# Small: 30 records, 2 trials, 150 steps, few columns (tests/conftest.py points data_dir at tests/data).
+SMALL = ["trials=2", "prior.n_records=30", "attack.steps=150"]
+SHRINK = {
+    "tabular_single_column": ["task.datasets={acs:[SEX,AGEP],fire:[ALS Unit]}"],
+    "tabular_epsilon": ["task.epsilons=[1,.inf]"],
+    "tabular_multi_column": ["~task.datasets.acs", "task.max_targets=2"],
+    "tabular_approximate": ["~task.datasets.fire"],
+}
+COLUMNS = {
+    "tabular_single_column": ["dataset", "column", "epsilon", "objective", "trials", "attack_mean", "attack_ci_low",
+                              "attack_ci_high", "prior_mean", "prior_expected", "bound_05", "bound_50", "bound_95",
+                              "exceed_95", "noise_scale", "n_marginals"],
+}
+COLUMNS["tabular_epsilon"] = COLUMNS["tabular_single_column"]
+COLUMNS["tabular_multi_column"] = COLUMNS["tabular_single_column"][:2] + ["m"] + COLUMNS["tabular_single_column"][2:]
+COLUMNS["tabular_approximate"] = COLUMNS["tabular_single_column"][:2] + ["distance"] + COLUMNS["tabular_single_column"][2:]
+
+
+@pytest.fixture
+def compose(tmp_path):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    def _compose(*overrides: str):
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            return hydra_compose("config", overrides=[f"outputs_dir={tmp_path / 'outputs'}", *overrides])
+
+    return _compose
+
+
+def test_every_tabular_experiment_is_here():
+    assert sorted(p.stem for p in (CONF_DIR / "experiment").glob("tabular_*.yaml")) == NAMES
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_experiment_runs_shrunk(name, compose, tmp_path):
+    cfg = compose(f"experiment={name}", *SMALL, *SHRINK[name])
+    job = tmp_path / "job"
+    metrics = experiments.run_task(cfg, job)
+    with open(job / f"{name}.csv", newline="") as f:
+        reader = csv.DictReader(f)
+        header, rows = reader.fieldnames, list(reader)
+    assert header == COLUMNS[name] and len(rows) == len(metrics["table"]) > 0
+    assert (job / "figures" / f"{name}.png").stat().st_size > 0
+    assert json.loads((job / "metrics.json").read_text())["experiment"]["name"] == name
+    for r in metrics["table"]:
+        assert {r["objective"] for r in metrics["table"]} == {"noise_aware", "plain"}
+        assert 0 <= r["attack_mean"] <= 30 and 0 <= r["prior_mean"] <= 30
+        assert r["bound_05"] <= r["bound_50"] <= r["bound_95"] <= 30
+        assert r["bound_95"] >= r["prior_expected"] - 1e-9  # the bound never drops below the prior's expectation
+    if name == "tabular_epsilon":
+        infinite = [r for r in metrics["table"] if r["epsilon"] == "inf"]
+        assert infinite and all(r["bound_95"] == 30 and r["noise_scale"] == 0 for r in infinite)
+    if name == "tabular_single_column":
+        assert {(r["dataset"], r["column"], r["n_marginals"]) for r in metrics["table"]} == {
+            ("acs", "SEX", 105), ("acs", "AGEP", 105), ("fire", "ALS Unit", 36)}
+    if name == "tabular_multi_column":
+        assert {r["m"] for r in metrics["table"]} == {1, 2} and {r["n_marginals"] for r in metrics["table"]} == {119}
+    if name == "tabular_approximate":
+        assert sorted({r["distance"] for r in metrics["table"]}) == list(range(10))
+        top = [r for r in metrics["table"] if r["distance"] == 9]
+        assert all(r["attack_mean"] == 30 and r["prior_mean"] == 30 for r in top)  # a window over the whole domain
+
+
+def test_stages_are_reused(compose, tmp_path):
+    cfg = compose("experiment=tabular_single_column", *SMALL, "~task.datasets.acs", "task.datasets.fire=[ALS Unit]")
+    cache = StageCache(tmp_path / "cache")
+    first = experiments.run_task(cfg, tmp_path / "a", cache=cache)
+    computed = len(cache.computed)
+    assert computed == 1 + 2  # the fit and two trials
+    second = experiments.run_task(cfg, tmp_path / "b", cache=cache)
+    assert len(cache.computed) == computed and first["table"] == second["table"]
+
+
+def test_attack_exceeds_the_95_bound_rarely(compose, tmp_path):
+    """With probability >= 0.95 a trial's successes stay within its bound: over R trials the number of
+    exceedances is at most Binomial(R, 0.05), whose 0.999 quantile we allow (the bound holds for any attack)."""
+    trials = 20
+    cfg = compose("experiment=tabular_single_column", f"trials={trials}", "prior.n_records=30", "attack.steps=300",
+                  "mechanism.epsilon=2", "~task.datasets.acs", "task.datasets.fire=[ALS Unit]")
+    rows = experiments.run_task(cfg, tmp_path / "job")["table"]
+    allowed = stats.binom.ppf(0.999, trials, 0.05)
+    for r in rows:
+        assert r["exceed_95"] * trials <= allowed
+
+
+@pytest.mark.parametrize("override,message", [
+    ("task.datasets={acs:[NOPE]}", "names column 'NOPE'"),
+    ("mechanism.epsilon=0", "epsilon must be > 0"),
+    ("+task.datasets.adult=all", "datasets must be among"),
+    ("task.objectives=[sgd]", "objectives must list"),
+])
+def test_bad_input_is_one_sentence_and_no_output(override, message, compose, tmp_path):
+    cfg = compose("experiment=tabular_single_column", *SMALL, override)
+    job = tmp_path / "job"
+    with pytest.raises(ConfigError, match=message) as info:
+        experiments.run_task(cfg, job)
+    assert "\n" not in str(info.value)
+    assert not (job / "metrics.json").exists() and not list(job.glob("*.csv"))
+
+
+def test_generic_game_points_at_the_experiments(compose, tmp_path):
+    from pipeline.game import run_job
+
+    cfg = compose("prior=baynet", "mechanism=noisy_marginals", "attack=rap", "trials=2")
+    with pytest.raises(ConfigError, match="experiment=tabular_single_column"):
+        run_job(cfg, tmp_path / "job")
+    assert not (tmp_path / "job" / "metrics.json").exists()
