@@ -312,6 +312,8 @@ def compute_metrics(cfg: DictConfig, cache: StageCache | None = None) -> tuple[d
     per_target = save_per_target(cfg)
     boxes = build_boxes(cfg)
     check_boxes(boxes)
+    if cache is not None and callable(getattr(boxes.prior, "use_cache", None)):
+        boxes.prior.use_cache(cache.get_or_compute)  # an expensive prior (LM scores) is a stage of its own
 
     def compute(directory: Path) -> None:
         save_arrays(directory, **play_trials(boxes, seed, trials, per_target=per_target))

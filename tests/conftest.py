@@ -9,6 +9,7 @@
 import os
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 TEST_DATA = Path(__file__).resolve().parent / "data"
@@ -16,3 +17,18 @@ os.environ["ADVBOUNDS_DATA"] = str(TEST_DATA)
 
 settings.register_profile("advbounds", derandomize=True, deadline=None, print_blob=True)
 settings.load_profile("advbounds")
+
+
+@pytest.fixture
+def compose_config(tmp_path):
+    """compose(overrides) -> the real composed config, with outputs (and the stage cache) under tmp_path."""
+    from hydra import compose, initialize_config_dir
+
+    from clitools import CONF_DIR
+
+    def _compose(*overrides: str, return_hydra_config: bool = False):
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            return compose("config", overrides=[f"outputs_dir={tmp_path / 'outputs'}", *overrides],
+                           return_hydra_config=return_hydra_config)
+
+    return _compose

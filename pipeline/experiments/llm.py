@@ -163,7 +163,11 @@ class LLMCanaries(Task):
             "n_targets": int(prior.n_targets), "trials": trials, "seed": seed, "boxes": boxes.names(),
             "attack_successes": attack_s, "model_only_successes": model_only_s, "fitted_successes": fitted_s,
             "fitted_temperatures": temperatures, "prior_successes": prior_s,
-            "ideal_successes": ideal_s, "privacy": privacy, "mechanism": mechanism.params(),
+            "attack_success_mean": float(np.mean(attack_s)), "prior_success_mean": float(np.mean(prior_s)), "k": k,
+            "bound_exceeded_fraction": row["bound_exceeded_95"],
+            "ideal_successes": ideal_s, "mechanism": mechanism.params(),
+            # the game's privacy keys (pipeline.report reads epsilon and delta) beside the DP-SGD ones
+            "privacy": {**privacy, "epsilon": privacy["epsilon_replace_one"], "profile": mechanism.profile.name},
             "bound": {repr(c): v for c, v in bound.items()}, "ideal_bound": {repr(c): v for c, v in ideal_bound.items()},
             "stages": {"computed": [list(x) for x in cache.computed], "reused": [list(x) for x in cache.reused]},
         }
@@ -202,6 +206,7 @@ class LLMCanaries(Task):
                         label="idealized Gaussian, Bayes-optimal")
             ax.plot(eps, get("prior_mean"), ":", color="0.5", label="prior only (no release)")
             panel(ax, "epsilon (delta = 1e-5)", f"{prior_name} prior", log_x=len(eps) > 1 and max(eps) / min(eps) > 8)
+            ax.set_ylim(bottom=0)  # a t-interval of few trials can reach below 0 successes
         return finish(fig, axes, "canaries reconstructed", path)
 
 

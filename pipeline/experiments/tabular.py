@@ -167,7 +167,7 @@ class _Tabular(Task):
                   "dataset": dataset, "known": list(prior.known),
                   "n_records": n_records, "epsilon": _epsilon_label(mechanism.epsilon), "delta": mechanism.delta,
                   "way": mechanism.way, "attacks": {o: a.params() for o, a in attacks.items()}, "seed": seed,
-                  "trial": t, "trials": trials}
+                  "trial": t}  # child t of SeedSequence(seed) does not depend on how many trials there are
         stored = load_arrays(cache.get_or_compute("tabular_trial", config, compute)) if cache is not None else compute()
         X = stored["records"]
         out = []
@@ -188,8 +188,7 @@ class _Tabular(Task):
                 bound = {c: int(v) for c, v in zip(confidences, np.atleast_1d(counts))}
             out.append({"attack": successes, "prior": int(prior.score(X, trial_prior.guess, metric).sum()),
                         "prior_expected": float(trial_prior.prior_success.sum()), "bound": bound,
-                        "noise_scale": float(stored["noise_scale"]), "n_marginals": int(stored["n_marginals"]),
-                        "metric": metric})
+                        "noise_scale": float(stored["noise_scale"]), "n_marginals": int(stored["n_marginals"])})
         return out
 
     def _rows(self, dataset, setting, point, results, network) -> list[dict]:

@@ -85,7 +85,9 @@ def _profile(profile, game: str = "reconstruction") -> PrivacyProfile:
 def pure_dp_tail(eps, p, v) -> float:
     """Theorem 3.1: Pr[successes >= v | release] <= Pr[sum_i Bern(beta_i(eps, p_i)) >= v].
 
-    ``p`` is the prior success of the attack's *actual* guesses for this release.
+    ``p`` is the prior success of the attack's *actual* guesses for this release. ``eps`` is the
+    mechanism's replace-one eps (the theorem replaces target i's record); an eps quoted for add/remove
+    neighbours implies replace-one 2 eps (``profiles.replace_one_from_add_remove``).
     """
     e = float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))
     q = _priors(p)

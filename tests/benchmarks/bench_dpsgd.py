@@ -6,8 +6,9 @@ Modes (stages.mechanism.dpsgd, the 1,100 new canary rows trained, the body froze
   ghost  opacus 1.6 ghost clipping (grad_sample_mode="ghost")
   hooks  opacus 1.6 per-sample gradient hooks (grad_sample_mode="hooks")
 Each (model, mode) runs in its own subprocess so its peak memory is its own: CUDA peak allocated on a
-GPU, else the peak resident set size above what the process held after loading the model.
-Ratios are against `none` of the same model in the same run.
+GPU, else the process's peak resident set size (model included). With --repeat R the (model, mode)
+sequence runs R times, interleaved, and the fastest run of each counts (a shared machine's load only
+ever slows a run down). Ratios are against `none` of the same model in the same run.
 
   python tests/benchmarks/bench_dpsgd.py                    # tiny model, CPU, batch 100
   python tests/benchmarks/bench_dpsgd.py --models tiny smollm2 --steps 5 --threads 2
@@ -58,14 +59,13 @@ def child(model_name: str, mode: str, steps: int, batch: int, threads: int, cach
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
     mech.train(module, x, seed=0, steps=steps)
     if cuda:
         torch.cuda.synchronize()
     elapsed = time.perf_counter() - start
     peak = (torch.cuda.max_memory_allocated() / 2**20 if cuda
-            else (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024)
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return {"model": model_name, "mode": mode, "steps_per_s": steps / elapsed, "ms_per_step": 1000 * elapsed / steps,
             "peak_mib": peak, "device": "cuda" if cuda else "cpu", "threads": threads, "batch": batch}
 
@@ -77,6 +77,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=1, help="run every (model, mode) this many times, keep the fastest")
     parser.add_argument("--cache-dir", default=str(REPO / "outputs" / "cache"))
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -84,16 +85,22 @@ def main() -> None:
         print(json.dumps(child(args.child[0], args.child[1], args.steps, args.batch, args.threads, args.cache_dir)))
         return
     results = []
-    for model in args.models:
-        for mode in ["none", *[m for m in args.modes if m != "none"]]:
-            out = subprocess.run([sys.executable, __file__, "--child", model, mode, "--steps", str(args.steps),
-                                  "--batch", str(args.batch), "--threads", str(args.threads), "--cache-dir", args.cache_dir],
-                                 capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
-            if out.returncode:
-                print(f"{model} {mode}: failed\n{out.stderr[-2000:]}", file=sys.stderr)
-                continue
-            results.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    print(f"| model | mode | device | batch | ms / step | steps / s | x non-private | x opacus hooks | peak MiB |")
+    runs = [(model, mode) for model in args.models for _ in range(args.repeat)
+            for mode in ["none", *[m for m in args.modes if m != "none"]]]
+    for model, mode in runs:
+        out = subprocess.run([sys.executable, __file__, "--child", model, mode, "--steps", str(args.steps),
+                              "--batch", str(args.batch), "--threads", str(args.threads), "--cache-dir", args.cache_dir],
+                             capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        if out.returncode:
+            print(f"{model} {mode}: failed\n{out.stderr[-2000:]}", file=sys.stderr)
+            continue
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        same = [r for r in results if r["model"] == model and r["mode"] == mode]
+        if not same:
+            results.append(result)
+        elif result["ms_per_step"] < same[0]["ms_per_step"]:
+            results[results.index(same[0])] = result
+    print(f"| model | mode | device | batch | ms / step | steps / s | x non-private | x opacus hooks | peak MiB (RSS or CUDA) |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
         base = next((b for b in results if b["model"] == r["model"] and b["mode"] == "none"), None)

@@ -53,15 +53,9 @@ def _options() -> list[str]:
 
 
 @pytest.fixture
-def compose(tmp_path):
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-
-    def _compose(*overrides: str):
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            return hydra_compose("config", overrides=[f"outputs_dir={tmp_path / 'outputs'}", *overrides])
-
-    return _compose
+def compose(compose_config):
+    """The real config tree, composed with outputs under tmp_path (tests/conftest.py)."""
+    return compose_config
 
 
 def _read_csv(path: Path) -> tuple[list[str], list[dict]]:

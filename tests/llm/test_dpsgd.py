@@ -13,7 +13,7 @@ from stages.prior.uniform import UniformPrior
 from stages.prior.zipf import ZipfPrior
 
 
-@pytest.mark.parametrize("epsilon,sample_rate,steps", [(1.0, 1.0, 10), (10.0, 1.0, 3), (4.0, 0.5, 2)])
+@pytest.mark.parametrize("epsilon,sample_rate,steps", [(1.0, 1.0, 10), (10.0, 1.0, 3), (2.0, 0.5, 1)])
 def test_calibrated_noise_meets_the_epsilon_target_and_is_the_smallest(epsilon, sample_rate, steps):
     sigma = calibrate_noise_multiplier(epsilon, 1e-5, sample_rate, steps)
     assert DPSGD(sigma, sample_rate, steps, "replace_one").epsilon(1e-5) <= epsilon

@@ -74,3 +74,18 @@ def test_sweep_configs_compose(compose):
         assert cfg.mechanism._target_.endswith("DPSGDFineTuning") and cfg.attack._target_.endswith("ModelAttack")
     assert compose("experiment=llm_canaries_small", "prior=pii").prior.n_contexts == 20
     assert compose("experiment=llm_canaries", "prior=pii").prior.n_contexts == 500
+
+
+@pytest.mark.parametrize("override,message", [
+    ("mechanism.clip_norm=0", "error: mechanism.clip_norm must be"),
+    ("model.gguf_file=/nonexistent/smollm2.gguf", "error: mechanism: gguf_file /nonexistent/smollm2.gguf does not exist"),
+])
+def test_cli_bad_input_is_one_sentence_and_leaves_no_output(override, message, tmp_path):
+    from clitools import run_cli
+
+    model = "model=tiny" if override.startswith("mechanism") else "model=smollm2"
+    out = run_cli("mechanism=dpsgd", "attack=model_attack", model, "trials=1", override, cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    lines = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and lines[0].startswith(message), out.stderr
+    assert not list((tmp_path / "outputs").rglob("metrics.json"))

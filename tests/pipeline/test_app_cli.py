@@ -5,7 +5,7 @@ import csv
 import json
 
 import pytest
-from conftest import SMALL, run_cli
+from clitools import SMALL, run_cli
 
 
 def _metrics_files(root):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import SMALL, options
+from clitools import SMALL, options
 
 from pipeline.game import BOX_GROUPS, ConfigError, run_job
 

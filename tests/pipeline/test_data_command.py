@@ -460,7 +460,7 @@ def test_every_data_file_a_config_names_is_in_tests_data(compose_config):
     tabular loader names exists there (the suite once read ../shared/data and failed without it)."""
     from omegaconf import OmegaConf
 
-    from conftest import options
+    from clitools import options
 
     named = {}
     for group in ("experiment", "prior", "mechanism", "attack"):

@@ -11,7 +11,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import SMALL, cli_env, run_cli
+from clitools import SMALL, cli_env, run_cli
 
 from pipeline.io import write_json_atomic
 

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import SMALL, run_cli
+from clitools import SMALL, run_cli
 
 SWEEP = ("-m", "mechanism.epsilon=1,4", *SMALL)
 

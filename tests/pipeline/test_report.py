@@ -5,7 +5,7 @@ import csv
 import shutil
 
 import pytest
-from conftest import run_cli
+from clitools import run_cli
 from omegaconf import OmegaConf
 
 from pipeline.report import collect, missing_jobs, report_figure

@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import joint_table, random_network
+from tabular_helpers import joint_table, random_network
 
 from stages.metric import Exact, Within
 from stages.prior.baynet import BayesNet, BayNetPrior, fit_network, greedy_structure
