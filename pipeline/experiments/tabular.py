@@ -24,6 +24,7 @@ by everything that determines them), so a rerun or a longer sweep reuses what is
 """
 from __future__ import annotations
 
+from abc import abstractmethod
 import logging
 import math
 from pathlib import Path
@@ -87,9 +88,9 @@ class _Tabular(Task):
         self.ci_level = float(_validate.probability("ci_level", ci_level, open_low=True, open_high=True))
 
     # -- what to play ------------------------------------------------------------------------
+    @abstractmethod
     def settings(self, dataset: str, network, epsilon: float) -> list[dict]:
         """Attack settings of one dataset at mechanism.epsilon: {targets, known, epsilon, points: [{x, distance}]}."""
-        raise NotImplementedError
 
     def one_column(self, dataset: str, network) -> list[str]:
         column = _columns(network, self.datasets[dataset], dataset)
