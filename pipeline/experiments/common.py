@@ -12,10 +12,24 @@ from omegaconf import DictConfig
 from pipeline.io import save_figure_atomic
 
 __all__ = [
-    "CANARIES", "Task", "canary_probability", "finish", "grid", "group_rows", "laws", "mean_interval", "panel", "subplots",
+    "CANARIES", "LAW_CANARIES", "PII_CANARIES", "PII_PAPER_EPS_PROTECT", "Task", "attach_stage_cache", "canary_probability",
+    "finish", "grid", "group_rows", "law_canaries", "laws", "mean_interval", "panel", "resolve_laws", "subplots",
 ]
 
 CANARIES = ("min", "median", "max", "typical")
+#: The canaries a `given` or `pii` law names (PIIPrior.law_summary's keys): the paper's footnote plots the
+#: 10th percentile of the PII probabilities instead of their minimum (~0).
+LAW_CANARIES = ("max", "median", "p10", "min")
+#: A `pii` law's canaries unless its spec says otherwise (Figure novel_bounds).
+PII_CANARIES = ("max", "median", "p10")
+#: The paper's eps_protect of the most probable PII (Sec. 4.3, GPT-2 scores), printed beside ours.
+PII_PAPER_EPS_PROTECT = 2.37
+#: Keys of a `pii` law that are not PII prior settings.
+_PII_LAW_KEYS = ("law", "canaries")
+#: PII prior settings a `pii` law does not take: the model is the job's, and the canaries' count and size
+#: do not change the law over the candidates (a pii law builds its prior with one canary of one secret).
+_PII_FIXED = {"_target_": None, "model": None, "n_targets": 1, "domain_size": 1}
+
 
 def grid(name: str, low: float, high: float, points: int, extra: Sequence[float] = ()) -> np.ndarray:
     """A log grid low..high with `points` points plus the `extra` values, sorted, 12 significant digits."""
@@ -38,16 +52,34 @@ def mean_interval(samples, level: float = 0.95) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
-def canary_probability(law: Mapping, canary: str) -> float:
-    """Prior probability of one canary of a law {law: uniform | zipf, domain_size: N, exponent: s}.
+def attach_stage_cache(prior, cache) -> None:
+    """Give a prior with an expensive scoring stage (prior=pii) the job's stage cache."""
+    if cache is not None and hasattr(prior, "use_cache"):
+        prior.use_cache(cache.get_or_compute)
 
-    canary: `max` (the most probable secret), `min` (the least), `median` (the median over the N
-    secrets: rank ceil(N/2)), `typical` (the median prior probability of a secret drawn from the
-    law: the smallest rank holding half the mass).
+
+def canary_probability(law: Mapping, canary: str) -> float:
+    """Prior probability of one canary of a law.
+
+    * `{law: uniform | zipf, domain_size: N, exponent: s}`: canary `max` (the most probable secret),
+      `min` (the least), `median` (the median over the N secrets: rank ceil(N/2)), `typical` (the median
+      prior probability of a secret drawn from the law: the smallest rank holding half the mass).
+    * `{law: given, probabilities: {max: .., median: .., p10: ..}, source: ..}`: the probability given
+      for that canary (e.g. read from a pii_law run's metrics.json, headline.law).
+    A `{law: pii, ...}` law is resolved into a given one by `resolve_laws` when its job runs.
     """
     from stages.prior.zipf import zipf_median_rank, zipf_rank_probability
 
     kind = law.get("law")
+    if kind == "given":
+        probabilities = law.get("probabilities") or {}
+        if canary not in probabilities:
+            raise ValueError(f"canaries of a given law are the ones its probabilities name ({sorted(probabilities)}), "
+                             f"got {canary!r}.")
+        return float(probabilities[canary])
+    if kind == "pii":
+        raise ValueError("a pii law has no probabilities before its job scores it: call resolve_laws(laws, cfg, cache) "
+                         "first.")
     n = int(law.get("domain_size", 0))
     if n < 1:
         raise ValueError(f"domain_size must be an integer >= 1, got {law.get('domain_size')!r}.")
@@ -59,16 +91,113 @@ def canary_probability(law: Mapping, canary: str) -> float:
         s = law.get("exponent")
         rank = {"max": 1, "min": n, "median": (n + 1) // 2}.get(canary) or zipf_median_rank(n, s)
         return float(zipf_rank_probability(rank, n, s))
-    raise ValueError(f"law must be 'uniform' or 'zipf', got {kind!r}; e.g. {{law: zipf, domain_size: 1000000000, exponent: 1.84}}.")
+    raise ValueError(f"law must be 'uniform', 'zipf', 'given' or 'pii', got {kind!r}; e.g. {{law: zipf, domain_size: "
+                     f"1000000000, exponent: 1.84}} or {{law: pii}}.")
+
+
+def _pii_settings() -> DictConfig:
+    """conf/prior/pii.yaml, unresolved: the PII prior a `pii` law builds (with the job's ${model})."""
+    from omegaconf import OmegaConf
+
+    import pipeline
+
+    return OmegaConf.load(Path(pipeline.CONF_DIR) / "prior" / "pii.yaml")
+
+
+def _check_given(name: str, law: dict) -> None:
+    probabilities = law.get("probabilities")
+    if not isinstance(probabilities, Mapping) or not probabilities:
+        raise ValueError(f"priors.{name}.probabilities must map canaries ({list(LAW_CANARIES)}) to prior probabilities, "
+                         f"got {probabilities!r}; e.g. {{law: given, probabilities: {{max: 0.3, median: 0.01}}, "
+                         f"source: 'pii_law run ...'}}.")
+    unknown = sorted(set(law) - {"law", "probabilities", "source"})
+    if unknown:
+        raise ValueError(f"priors.{name} (a given law) takes only law, probabilities and source, got {unknown}.")
+    for canary, p in probabilities.items():
+        if canary not in LAW_CANARIES:
+            raise ValueError(f"priors.{name}.probabilities names canaries among {list(LAW_CANARIES)}, got {canary!r}.")
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < float(p) < 1.0:
+            raise ValueError(f"priors.{name}.probabilities.{canary} must be a prior probability in (0, 1), got {p!r}; "
+                             f"give the canary's probability, e.g. from a pii_law run's metrics.json (headline.law).")
+
+
+def _check_pii(name: str, law: dict) -> None:
+    canaries = law.get("canaries", list(PII_CANARIES))
+    if isinstance(canaries, str) or not canaries or any(c not in LAW_CANARIES for c in canaries):
+        raise ValueError(f"priors.{name}.canaries must list canaries among {list(LAW_CANARIES)}, got {canaries!r}.")
+    allowed = sorted(k for k in _pii_settings() if k not in _PII_FIXED)
+    unknown = sorted(set(law) - set(_PII_LAW_KEYS) - set(allowed))
+    if unknown:
+        raise ValueError(f"priors.{name} (a pii law) takes law, canaries and the PII prior's settings {allowed} "
+                         f"(the language model is the job's model=...), got {unknown}.")
 
 
 def laws(priors: Mapping) -> dict[str, dict]:
+    """The task's `priors`, checked before any work (a `pii` law is only checked: it is scored at run time)."""
     laws = {str(name): dict(spec) for name, spec in dict(priors).items()}
     if not laws:
         raise ValueError("priors must name at least one law, got none.")
     for name, law in laws.items():
-        canary_probability(law, "max")  # validates the law now, before any work
+        if law.get("law") == "given":
+            _check_given(name, law)
+        elif law.get("law") == "pii":
+            _check_pii(name, law)
+        else:
+            canary_probability(law, "max")  # validates the law now, before any work
     return laws
+
+
+def law_canaries(law: Mapping, default: Sequence[str]) -> list[str]:
+    """The canaries of a law: `default` (the task's) for uniform and zipf, the given ones otherwise."""
+    if law.get("law") == "given":
+        return list(law["probabilities"])
+    return list(default)
+
+
+def resolve_laws(laws: Mapping[str, Mapping], cfg: DictConfig, cache) -> dict[str, dict]:
+    """The laws with each `{law: pii, ...}` replaced by the given law of its PII prior's law_summary().
+
+    The PII prior is conf/prior/pii.yaml with the spec's settings on top and the job's `model` (so
+    `model=tiny` or `model=gpt2` choose the LM); its scores are the stage-cached `pii_scores` that
+    experiment=pii_law and llm_canaries share. The resolved law keeps the whole summary and a `source`.
+    Only a pii law loads a language model; the others pass through unchanged.
+    """
+    import copy
+
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf, open_dict
+
+    out = {}
+    for name, law in laws.items():
+        if law.get("law") != "pii":
+            out[name] = dict(law)
+            continue
+        settings = _pii_settings()
+        overrides = {**{k: v for k, v in law.items() if k not in _PII_LAW_KEYS},
+                     **{k: v for k, v in _PII_FIXED.items() if v is not None}}
+        variant = copy.deepcopy(cfg)
+        with open_dict(variant):
+            variant.prior = OmegaConf.merge(settings, overrides)
+        try:
+            prior = instantiate(variant.prior, _convert_="all")
+        except Exception as exc:  # noqa: BLE001 - report the box's own sentence, naming the law
+            cause = exc
+            while cause.__cause__ is not None and not isinstance(cause, (ValueError, TypeError, FileNotFoundError)):
+                cause = cause.__cause__
+            if not isinstance(cause, (ValueError, TypeError, FileNotFoundError)):
+                raise
+            raise ValueError(f"priors.{name} (a pii law): {str(cause).strip().splitlines()[0]}") from exc
+        attach_stage_cache(prior, cache)
+        summary = prior.law_summary()
+        canaries = list(law.get("canaries", PII_CANARIES))
+        model = prior.model.params() if hasattr(prior.model, "params") else {}
+        out[name] = {
+            "law": "given", "probabilities": {c: float(summary[c]) for c in canaries},
+            "source": (f"pii prior, model {model.get('model', type(prior.model).__name__)}, score {summary['score']}, "
+                       f"{summary['n_contexts']} contexts x {summary['n_candidates']} candidates"),
+            "resolved_from": "pii", "summary": summary, "prior": prior.params(),
+        }
+    return out
 
 
 def subplots(panels: int, width: float = 4.4, height: float = 3.6, **kwargs):

@@ -23,19 +23,13 @@ from typing import Sequence
 import numpy as np
 from omegaconf import DictConfig
 
-from pipeline.experiments.common import Task, finish, grid, group_rows, mean_interval, panel, subplots
+from pipeline.experiments.common import Task, attach_stage_cache, finish, grid, group_rows, mean_interval, panel, subplots
 
 __all__ = ["LLMCanaries", "PIILaw", "attach_stage_cache"]
 
 log = logging.getLogger(__name__)
 
 RELEASE_STAGE_VERSION = 1
-
-
-def attach_stage_cache(prior, cache) -> None:
-    """Give a prior with an expensive scoring stage (prior=pii) the job's stage cache."""
-    if cache is not None and hasattr(prior, "use_cache"):
-        prior.use_cache(cache.get_or_compute)
 
 
 def _set_threads(threads: int | None) -> None:

@@ -2,7 +2,10 @@
 
 * analytic (no game): `CompareBounds`, `AdvantageByPrior`, `EpsProtect`, `ZipfCalibration`;
   priors over huge domains are given as laws (`{law: uniform | zipf, domain_size, exponent}`),
-  never as arrays: a Zipf law over 10^9 passwords uses the generalized harmonic number.
+  never as arrays: a Zipf law over 10^9 passwords uses the generalized harmonic number. The PII
+  rows of AdvantageByPrior and EpsProtect come from a `{law: pii, ...}` law (the PII prior scored by
+  the job's `model`, its stage-cached scores shared with experiment=pii_law) or a `{law: given,
+  probabilities: {max: .., median: .., p10: ..}, source: ..}` law (numbers from a pii_law run).
 * games (Algorithm 1, stage-cached): `IdealizedGaussian` (one game per job; sweep prior x epsilon)
   and `RRTightness` (plays its own grid of priors x epsilon, and the closed forms beside it).
 """
@@ -17,11 +20,20 @@ import numpy as np
 from omegaconf import DictConfig
 
 from pipeline.experiments.common import (
-    CANARIES, Task, canary_probability, finish, grid, group_rows, laws, mean_interval, panel, subplots,
+    CANARIES, PII_PAPER_EPS_PROTECT, Task, canary_probability, finish, grid, group_rows, law_canaries, laws,
+    mean_interval, panel, resolve_laws, subplots,
 )
 from pipeline.io import save_figure_atomic
 
 __all__ = ["CompareBounds", "AdvantageByPrior", "EpsProtect", "IdealizedGaussian", "RRTightness", "ZipfCalibration"]
+
+
+def _law_record(resolved: dict[str, dict], cache) -> dict:
+    """metrics.json keys for the laws of a job: each law's numbers and source; the stages when a pii law ran."""
+    out: dict[str, Any] = {"laws": resolved}
+    if any(law.get("resolved_from") == "pii" for law in resolved.values()) and cache is not None:
+        out["stages"] = {"computed": [list(x) for x in cache.computed], "reused": [list(x) for x in cache.reused]}
+    return out
 
 
 class CompareBounds(Task):
@@ -81,7 +93,11 @@ class CompareBounds(Task):
 
 
 class AdvantageByPrior(Task):
-    """Figure novel_bounds: generalised advantage bound vs eps for the min / median / max canary of each prior."""
+    """Figure novel_bounds: generalised advantage bound vs eps for the min / median / max canary of each prior.
+
+    `canaries` apply to the uniform and zipf laws; a pii law has its own (default max, median, p10: the
+    paper's footnote), a given law the ones its probabilities name.
+    """
 
     name = "advantage_by_prior"
     columns = ("prior_name", "canary", "prior_probability", "eps", "advantage")
@@ -104,8 +120,9 @@ class AdvantageByPrior(Task):
 
         memo: dict[tuple[float, float], float] = {}
         rows = []
-        for prior_name, law in self.laws.items():
-            for canary in self.canaries:
+        resolved = resolve_laws(self.laws, cfg, cache)
+        for prior_name, law in resolved.items():
+            for canary in law_canaries(law, self.canaries):
                 p = canary_probability(law, canary)
                 for eps in self.eps:
                     key = (p, float(eps))
@@ -115,7 +132,7 @@ class AdvantageByPrior(Task):
                                  "eps": float(eps), "advantage": memo[key]})
         headline = {f"advantage/{r['prior_name']}/{r['canary']}/eps={r['eps']:g}": r["advantage"]
                     for r in rows if r["eps"] in (1.0, 10.0)}
-        return {"table": rows, "headline": headline}
+        return {"table": rows, "headline": headline, **_law_record(resolved, cache)}
 
     @staticmethod
     def plot(rows, path) -> Path:
@@ -136,6 +153,8 @@ class EpsProtect(Task):
     """Figure eps_protect: the largest eps keeping the advantage bound <= threshold, vs the prior probability.
 
     Rows with prior_name `any` are the curve; one row per prior gives its most probable canary (the marker).
+    A pii law's row is its most probable PII, reported beside the paper's 2.37 (headline
+    eps_protect/<name>/paper); a given law must give `max`.
     """
 
     name = "eps_protect"
@@ -146,6 +165,10 @@ class EpsProtect(Task):
         from stages.bound import _validate
 
         self.laws = laws(priors)
+        for name, law in self.laws.items():
+            if law.get("law") == "given" and "max" not in law["probabilities"]:
+                raise ValueError(f"priors.{name}.probabilities must give max (the most probable canary: eps_protect's "
+                                 f"row), got {sorted(law['probabilities'])}.")
         self.threshold = float(_validate.probability("threshold", threshold, open_low=True, open_high=True))
         self.delta = _validate.delta("delta", delta)
         if not float(prior_high) < 1:
@@ -157,12 +180,19 @@ class EpsProtect(Task):
 
         rows = [{"prior_name": "any", "prior_probability": float(p),
                  "eps_protect": float(eps_protect(float(p), self.threshold, self.delta))} for p in self.priors]
-        for prior_name, law in self.laws.items():
+        resolved = resolve_laws({name: {**law, "canaries": ["max"]} if law.get("law") == "pii" else law
+                                 for name, law in self.laws.items()}, cfg, cache)
+        for prior_name, law in resolved.items():
             p = canary_probability(law, "max")
-            rows.append({"prior_name": prior_name, "prior_probability": p,
-                         "eps_protect": float(eps_protect(p, self.threshold, self.delta))})
+            row = {"prior_name": prior_name, "prior_probability": p,
+                   "eps_protect": float(eps_protect(p, self.threshold, self.delta))}
+            if law.get("resolved_from") == "pii":  # for the figure's label (metrics.json keeps it, the csv not)
+                row["paper_eps_protect"] = PII_PAPER_EPS_PROTECT
+            rows.append(row)
         headline = {f"eps_protect/{r['prior_name']}": r["eps_protect"] for r in rows if r["prior_name"] != "any"}
-        return {"table": rows, "headline": headline}
+        headline.update({f"eps_protect/{name}/paper": PII_PAPER_EPS_PROTECT for name, law in resolved.items()
+                         if law.get("resolved_from") == "pii"})
+        return {"table": rows, "headline": headline, **_law_record(resolved, cache)}
 
     @staticmethod
     def plot(rows, path) -> Path:
@@ -173,7 +203,8 @@ class EpsProtect(Task):
         for row in rows:
             if row["prior_name"] != "any":
                 ax.plot(float(row["prior_probability"]), float(row["eps_protect"]), "o",
-                        label=f"{row['prior_name']}: most probable canary (eps = {float(row['eps_protect']):.3g})")
+                        label=f"{row['prior_name']}: most probable canary (eps = {float(row['eps_protect']):.3g}"
+                              + (f"; paper {float(row['paper_eps_protect']):g})" if row.get("paper_eps_protect") else ")"))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("prior probability of the canary")

@@ -6,15 +6,27 @@ vocabulary. The model reads the prefix and is trained, with the loss on the secr
 Poisson sampling at rate q, per-example clipping to norm C, Gaussian noise of standard deviation
 sigma C on the clipped sum, division by the expected batch size (opacus's conventions).
 
-What is trained: the 1,100 new rows only, untied (an input-embedding row per new token, used by the
-prefixes, and an output row per new token, used by the softmax), both initialised from the same
-seeded draw; the pretrained body stays frozen. One-token inputs make every per-example gradient
-cheap and exact without per-sample hooks: for example i with final hidden state h_i, softmax p_i and
-secret y_i, the output rows get (p_i - e_{y_i})[new] h_i^T (rank one, norm ||p_i - e_y||_new ||h_i||)
-and the input row of its prefix gets g_i = dL_i / d(embedding of the prefix), one backward pass
-through the frozen body for the whole batch (examples do not interact). `clipping: fast` uses that;
-`ghost` and `hooks` run the same model through opacus's PrivacyEngine (for comparison and the
-benchmark); `none` is the non-private baseline (no clipping, no noise).
+What is trained (`trainable`): `rows` (the default) trains the 1,100 new rows only, untied (an
+input-embedding row per new token, used by the prefixes, and an output row per new token, used by the
+softmax), both initialised from the same seeded draw, with the pretrained body frozen. `body` trains
+those rows plus every parameter of the transformer body (attention and MLP linears, norms), on a copy
+of the body made per training run, so the loaded model never changes; the old vocabulary's input
+embedding (and the lm_head tied to it) and position embeddings (every nn.Embedding of the body) stay
+frozen.
+
+One-token inputs (T = 1) make every per-example gradient cheap and exact without per-sample hooks:
+for example i with final hidden state h_i, softmax p_i and secret y_i, the output rows get
+(p_i - e_{y_i})[new] h_i^T (rank one, norm ||p_i - e_y||_new ||h_i||) and the input row of its prefix
+gets g_i = dL_i / d(embedding of the prefix), one backward pass through the body for the whole batch
+(examples do not interact). With `trainable: body` the same pass captures each body layer's input a_i
+(forward hooks) and output gradient g_i (autograd w.r.t. the layer outputs, body weights' requires_grad
+off so only input gradients are computed): a linear layer's per-example weight gradient is the rank-one
+g_i a_i^T (squared norm ||a_i||^2 ||g_i||^2, plus ||g_i||^2 for a bias), a norm layer's is g_i * x_hat_i
+(x_hat_i recomputed from the captured input), and the clipped sum of a linear layer is one matmul
+G^T diag(c) A. `clipping: fast` uses that; `ghost` and `hooks` run the same model through opacus's
+PrivacyEngine (for comparison and the benchmark; with `trainable: body` GPT-2's Conv1D layers become
+equivalent nn.Linear and LlamaRMSNorm becomes torch's nn.RMSNorm, which opacus knows); `none` is the
+non-private baseline (no clipping, no noise, plain SGD on every trained parameter).
 
 Privacy: the noise multiplier sigma is the smallest whose `stages.bound.profiles.DPSGD(sigma, q,
 steps, neighboring="replace_one")` profile meets (epsilon, delta) — the profile the bound then uses,
@@ -25,6 +37,7 @@ the whole vocabulary.
 """
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -35,9 +48,10 @@ from stages.bound.profiles import DPSGD as DPSGDProfile
 from stages.bound.profiles import GaussianDP
 from stages.mechanism import check_records
 
-__all__ = ["DPSGDFineTuning", "calibrate_noise_multiplier", "opacus_epsilon", "CLIPPING"]
+__all__ = ["DPSGDFineTuning", "calibrate_noise_multiplier", "opacus_epsilon", "CLIPPING", "TRAINABLE"]
 
 CLIPPING = ("fast", "ghost", "hooks", "none")
+TRAINABLE = ("rows", "body")
 
 
 def calibrate_noise_multiplier(epsilon: float, delta: float, sample_rate: float, steps: int,
@@ -99,12 +113,19 @@ def opacus_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delt
     return None
 
 
-def _canary_module(model, n_new: int, init: "Any"):
-    """The trainable canary model: the frozen LM with n_new untied new input rows and output rows."""
+def _canary_module(model, n_new: int, init: "Any", trainable: str = "rows"):
+    """The canary model: the LM with n_new untied new input rows and output rows.
+
+    trainable "rows" shares the loaded body (frozen); "body" gets a copy of the body whose nn.Embedding
+    parameters (old vocabulary, positions: frozen) stay shared with the loaded model.
+    """
     import torch
     from torch import nn
 
     body = model.base_model
+    if trainable == "body":  # a fresh copy per training run; the frozen embedding tables are not copied
+        shared = {id(p): p for m in body.modules() if isinstance(m, nn.Embedding) for p in m.parameters(recurse=False)}
+        body = copy.deepcopy(body, memo=shared)
     old_head = model.get_output_embeddings()
 
     class CanaryModel(nn.Module):
@@ -114,12 +135,31 @@ def _canary_module(model, n_new: int, init: "Any"):
             super().__init__()
             self.body = body
             self.old_head = old_head
+            self.trainable = trainable
             dim = init.shape[1]
             self.new_in = nn.Embedding(n_new, dim)
             self.new_out = nn.Linear(dim, n_new, bias=False)
             with torch.no_grad():
                 self.new_in.weight.copy_(init)
                 self.new_out.weight.copy_(init)
+
+        def body_parameters(self) -> list:
+            """(name, parameter) of the trained body: every body parameter outside an nn.Embedding; [] for rows."""
+            if self.trainable != "body":
+                return []
+            out, seen = [], set()
+            for module_name, module in self.body.named_modules():
+                if isinstance(module, nn.Embedding):
+                    continue
+                for name, p in module.named_parameters(recurse=False):
+                    if id(p) not in seen:
+                        seen.add(id(p))
+                        out.append((f"body.{module_name}.{name}" if module_name else f"body.{name}", p))
+            return out
+
+        def trained_parameters(self) -> list:
+            """Every trained parameter, in a fixed order: new_in, new_out, then the body's (trainable body)."""
+            return [self.new_in.weight, self.new_out.weight, *(p for _, p in self.body_parameters())]
 
         def hidden(self, embeds):
             # position ids of shape [B, T] (opacus #841 chokes on [1, T] broadcast)
@@ -136,12 +176,67 @@ def _canary_module(model, n_new: int, init: "Any"):
     return CanaryModel()
 
 
+def _fast_layers(module) -> list:
+    """(layer, kind) for every body layer holding trained parameters, kind linear | conv1d | layernorm | rmsnorm.
+
+    Refuses any other parameter-holding module type: its per-example gradient has no closed form here.
+    """
+    from torch import nn
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+    from transformers.pytorch_utils import Conv1D
+
+    kinds = ((nn.Linear, "linear"), (Conv1D, "conv1d"), (nn.LayerNorm, "layernorm"), (LlamaRMSNorm, "rmsnorm"))
+    layers = []
+    for name, layer in module.body.named_modules():
+        if isinstance(layer, nn.Embedding) or not any(True for _ in layer.parameters(recurse=False)):
+            continue
+        kind = next((k for cls, k in kinds if type(layer) is cls), None)
+        if kind is None or (kind == "layernorm" and len(layer.normalized_shape) != 1):
+            raise ValueError(
+                f"trainable=body with clipping=fast supports nn.Linear, GPT-2's Conv1D, 1-d nn.LayerNorm and LlamaRMSNorm "
+                f"layers, but body.{name} is a {type(layer).__name__}; use clipping=hooks or trainable=rows for this model.")
+        layers.append((layer, kind))
+    return layers
+
+
+def _opacus_ready(module) -> None:
+    """Swap the body's layers opacus has no per-sample gradient for by equivalent ones it has (in place).
+
+    GPT-2's Conv1D (weight in x out) becomes nn.Linear (weight out x in, the transpose); LlamaRMSNorm
+    becomes torch's nn.RMSNorm with the same weight and eps.
+    """
+    import torch
+    from torch import nn
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+    from transformers.pytorch_utils import Conv1D
+
+    for parent in list(module.body.modules()):
+        for child_name, child in list(parent.named_children()):
+            if type(child) is Conv1D:
+                new = nn.Linear(child.nx, child.nf, device=child.weight.device, dtype=child.weight.dtype)
+                with torch.no_grad():
+                    new.weight.copy_(child.weight.T)
+                    new.bias.copy_(child.bias)
+            elif type(child) is LlamaRMSNorm:
+                new = nn.RMSNorm(child.weight.shape, eps=child.variance_epsilon, device=child.weight.device,
+                                 dtype=child.weight.dtype)
+                with torch.no_grad():
+                    new.weight.copy_(child.weight)
+            else:
+                continue
+            new.train(child.training)
+            for p in new.parameters():
+                p.requires_grad_(True)
+            setattr(parent, child_name, new)
+
+
 class DPSGDFineTuning:
     """DP-SGD on n new-token canaries; release(X) = (n, m) log-probabilities of every candidate secret.
 
     Give epsilon (with delta) to calibrate the noise multiplier, or noise_multiplier directly (epsilon
     null). batch_size is the expected batch size (null: all n canaries): sample_rate q = 1 / ceil(n / batch_size) and
-    steps = epochs / q, as opacus's Poisson data loader does.
+    steps = epochs / q, as opacus's Poisson data loader does. trainable: rows (the 1,100 new rows) or body
+    (the new rows plus every body parameter outside the embedding tables).
     """
 
     name = "dpsgd"
@@ -160,6 +255,7 @@ class DPSGDFineTuning:
         domain_size: int = 10,
         clipping: str = "fast",
         init_scale: float = 1.0,
+        trainable: str = "rows",
     ) -> None:
         self.model = model
         self.n_targets = _validate.integer("n_targets", n_targets, minimum=1)
@@ -173,6 +269,10 @@ class DPSGDFineTuning:
         if clipping not in CLIPPING:
             raise ValueError(f"clipping must be one of {list(CLIPPING)}, got {clipping!r}.")
         self.clipping = clipping
+        if trainable not in TRAINABLE:
+            raise ValueError(f"trainable must be one of {list(TRAINABLE)} (the new rows only, or the new rows plus the "
+                             f"model body), got {trainable!r}.")
+        self.trainable = trainable
         self.init_scale = _validate.positive("init_scale", init_scale)
         self.delta = _validate.delta("delta", delta)
         if self.delta <= 0:
@@ -243,15 +343,28 @@ class DPSGDFineTuning:
         return rows.to(dtype=weight.dtype)
 
     def build(self, seed: int):
-        """A fresh canary model (new rows drawn from `seed`) on the model's device, in train mode."""
+        """A fresh canary model (new rows drawn from `seed`) on the model's device, in train mode.
+
+        Exactly its trained parameters (trained_parameters()) have requires_grad set. With trainable
+        body, clipping fast refuses here a body layer type it has no closed form for, and the opacus
+        modes get the layers opacus knows (see _opacus_ready).
+        """
         import torch
 
         model, _ = self._base()
         init = self._init_rows(torch.Generator().manual_seed(int(seed)))
-        module = _canary_module(model, self.n_new_tokens, init).to(model.device)
+        module = _canary_module(model, self.n_new_tokens, init, self.trainable).to(model.device)
         module.train()  # from_pretrained gives eval mode; dropout of the body as in fine-tuning
         module.body.requires_grad_(False)
         module.old_head.requires_grad_(False)
+        if self.trainable == "body":
+            if self.clipping in ("ghost", "hooks"):
+                _opacus_ready(module)
+            for _, p in module.body_parameters():
+                p.requires_grad_(True)
+            module.fast_layers = _fast_layers(module) if self.clipping == "fast" else []
+        else:
+            module.fast_layers = []
         return module
 
     def release(self, X, rng: np.random.Generator) -> np.ndarray:
@@ -265,7 +378,8 @@ class DPSGDFineTuning:
         self.train(module, x, seed)
         out = self.candidate_log_probs(module)
         self.last_rows = {"new_in": module.new_in.weight.detach().float().cpu().numpy(),
-                          "new_out": module.new_out.weight.detach().float().cpu().numpy()}
+                          "new_out": module.new_out.weight.detach().float().cpu().numpy(),
+                          **{name: p.detach().float().cpu().numpy() for name, p in module.body_parameters()}}
         return out
 
     def _targets(self, x: np.ndarray):
@@ -275,11 +389,31 @@ class DPSGDFineTuning:
         secret = torch.as_tensor(self.secret_rows()[np.arange(self.n_targets), x], dtype=torch.long)
         return prefix, secret
 
-    def train(self, module, x: np.ndarray, seed: int, steps: int | None = None) -> None:
-        """Run DP-SGD (or the non-private baseline) for `steps` (default self.steps) on canary secrets x."""
+    def train(self, module, x: np.ndarray, seed: int, steps: int | None = None, on_step=None) -> None:
+        """Run DP-SGD (or the non-private baseline) for `steps` (default self.steps) on canary secrets x.
+
+        on_step(k), if given, is called after step k (1, 2, ...) has updated the parameters (the
+        benchmark's clock; opacus's wrapping happens before step 1).
+
+        Everything random derives from seed: Poisson sampling (seed + 1), the noise (seed + 2), and the
+        body's dropout (GPT-2), which draws from torch's global generator, seeded with seed + 3 inside a
+        fork that restores the caller's generator state afterwards.
+        """
+        import torch
+
         steps = self.steps if steps is None else int(steps)
-        if self.clipping in ("ghost", "hooks"):
-            return self._train_opacus(module, x, seed, steps)
+        device = module.new_in.weight.device
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            torch.random.default_generator.manual_seed(seed + 3)
+            if device.type == "cuda":
+                with torch.cuda.device(device):
+                    torch.cuda.manual_seed(seed + 3)
+            if self.clipping in ("ghost", "hooks"):
+                return self._train_opacus(module, x, seed, steps, on_step)
+            return self._train_closed_form(module, x, seed, steps, on_step)
+
+    def _train_closed_form(self, module, x: np.ndarray, seed: int, steps: int, on_step=None) -> None:
+        """clipping fast (our closed form) or none (plain SGD), Poisson sampling, noise on every trained parameter."""
         import torch
 
         device = module.new_in.weight.device
@@ -289,54 +423,143 @@ class DPSGDFineTuning:
         sampler = torch.Generator().manual_seed(seed + 1)
         noise_gen = torch.Generator(device=device).manual_seed(seed + 2)
         expected_batch = self.sample_rate * self.n_targets
-        params = [module.new_in.weight, module.new_out.weight]
-        for _ in range(steps):
+        params = module.trained_parameters()
+        for step in range(1, steps + 1):
             chosen = torch.rand(self.n_targets, generator=sampler) < self.sample_rate  # Poisson sampling
             idx = chosen.nonzero()[:, 0].to(device)
             if self.clipping == "none":
                 self._step_nonprivate(module, prefix[idx], secret[idx])
-                continue
-            grads = self._clipped_sum(module, prefix[idx], secret[idx], old_vocab) if idx.numel() else \
-                [torch.zeros_like(p) for p in params]
-            with torch.no_grad():
-                for p, g in zip(params, grads):
-                    noise = torch.randn(p.shape, generator=noise_gen, device=device, dtype=p.dtype)
-                    p.sub_(self.learning_rate * (g + self.noise_multiplier * self.clip_norm * noise) / expected_batch)
+            else:
+                grads = self._clipped_sum(module, prefix[idx], secret[idx], old_vocab) if idx.numel() else \
+                    [torch.zeros_like(p) for p in params]  # noise alone on every trained parameter
+                with torch.no_grad():
+                    for p, g in zip(params, grads):
+                        noise = torch.randn(p.shape, generator=noise_gen, device=device, dtype=p.dtype)
+                        p.sub_(self.learning_rate * (g + self.noise_multiplier * self.clip_norm * noise) / expected_batch)
+            if on_step is not None:
+                on_step(step)
 
-    def per_example_gradients(self, module, prefix, secret):
-        """The exact per-example gradients' parts: (h, u, g) with grad_out_i = u_i h_i^T and grad_in_i = g_i at row prefix_i.
+    def per_example_gradients(self, module, prefix, secret, layers=()):
+        """The exact per-example gradients' parts: (h, u, g, captured).
 
-        u_i = (softmax(logits_i) - e_{secret_i}) restricted to the new rows; g_i = dL_i / d new_in[prefix_i].
+        grad_out_i = u_i h_i^T and grad_in_i = g_i at row prefix_i, with u_i = (softmax(logits_i) -
+        e_{secret_i}) restricted to the new rows and g_i = dL_i / d new_in[prefix_i]. For each (layer, kind)
+        of `layers` (body layers, see _fast_layers), captured holds (a, o): the layer's input a (forward
+        hook, [B, features], the model's dtype) and the gradient o of the summed loss w.r.t. its output
+        ([B, features], float32); o_i is
+        example i's own output gradient because examples do not interact. The body's weights do not
+        require grad during the pass, so the one backward computes input gradients only.
         """
         import torch
 
         old_vocab = module.old_head.weight.shape[0]
-        embeds = module.new_in.weight[prefix].detach().requires_grad_(True)
-        with torch.enable_grad():
-            h = module.hidden(embeds)
-            logits = module.logits_from_hidden(h.detach())
-            log_probs = torch.log_softmax(logits.float(), dim=1)
-            target = secret + old_vocab
-            # dL/dh for the summed loss; examples are independent, so one backward gives every g_i
-            probs = log_probs.exp()
-            probs[torch.arange(len(target)), target] -= 1.0
-            weight = torch.cat([module.old_head.weight, module.new_out.weight], dim=0).float()
-            grad_h = probs @ weight
-            (g,) = torch.autograd.grad(h, embeds, grad_outputs=grad_h.to(h.dtype))
-        u = probs[:, old_vocab:]
-        return h.detach().float(), u, g.float()
+        inputs, outputs = {}, {}
 
-    def _clipped_sum(self, module, prefix, secret, old_vocab):
-        """sum_i min(1, C / ||G_i||) G_i for the new_in and new_out gradients, in closed form (no per-sample hooks)."""
+        def capture(layer, args, output):
+            if layer in inputs:
+                raise RuntimeError(f"{type(layer).__name__} ran twice in one forward pass; clipping=fast needs each "
+                                   f"trained body layer to run once per example.")
+            inputs[layer], outputs[layer] = args[0], output
+
+        handles = [layer.register_forward_hook(capture) for layer, _ in layers]
+        body = [p for _, p in module.body_parameters()]
+        flags = [p.requires_grad for p in body]
+        try:
+            for p in body:
+                p.requires_grad_(False)
+            embeds = module.new_in.weight[prefix].detach().requires_grad_(True)
+            with torch.enable_grad():
+                h = module.hidden(embeds)
+            with torch.no_grad():  # dL/dh in closed form, no graph through the (large) softmax
+                logits = module.logits_from_hidden(h.detach())
+                target = secret + old_vocab
+                # dL/dh for the summed loss; examples are independent, so one backward gives every g_i
+                probs = torch.log_softmax(logits.float(), dim=1).exp()  # (as before: bit-identical releases)
+                probs[torch.arange(len(target), device=target.device), target] -= 1.0
+                weight = torch.cat([module.old_head.weight, module.new_out.weight], dim=0).float()
+                grad_h = probs @ weight
+            with torch.enable_grad():
+                wrt = [outputs[layer] for layer, _ in layers]
+                g, *grad_outputs = torch.autograd.grad(h, [embeds, *wrt], grad_outputs=grad_h.to(h.dtype),
+                                                       allow_unused=True)
+        finally:
+            for handle in handles:
+                handle.remove()
+            for p, flag in zip(body, flags):
+                p.requires_grad_(flag)
+        batch = len(target)
+        captured = []
+        for (layer, kind), o, out in zip(layers, grad_outputs, wrt):
+            a = inputs[layer]
+            if a.shape[0] != batch or a.numel() != batch * a.shape[-1] or out.numel() != batch * out.shape[-1]:
+                raise RuntimeError(f"clipping=fast needs one-token inputs, but a {type(layer).__name__} saw an input of "
+                                   f"shape {tuple(a.shape)} for {batch} examples.")
+            o = torch.zeros_like(out) if o is None else o  # an output that does not reach the loss
+            captured.append((a.detach().reshape(batch, -1), o.reshape(batch, -1).float()))
+        u = probs[:, old_vocab:]
+        return h.detach().float(), u, g.float(), captured
+
+    @staticmethod
+    def _normalized(layer, kind: str, a):
+        """x_hat (float32) of a norm layer's input a [B, H], computed as the layer computes it."""
         import torch
 
-        h, u, g = self.per_example_gradients(module, prefix, secret)
-        norms = torch.sqrt((u * u).sum(1) * (h * h).sum(1) + (g * g).sum(1))
-        factor = (self.clip_norm / (norms + 1e-6)).clamp(max=1.0)  # opacus's clipping factor
-        grad_out = (u * factor[:, None]).T @ h
+        x = a.float()
+        if kind == "layernorm":
+            mean = x.mean(-1, keepdim=True)
+            var = x.var(-1, unbiased=False, keepdim=True)
+            return (x - mean) * torch.rsqrt(var + layer.eps)
+        # LlamaRMSNorm: float32 normalisation, cast back to the input dtype before the weight multiplies
+        return (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + layer.variance_epsilon)).to(a.dtype).float()
+
+    def _clipped_sum(self, module, prefix, secret, old_vocab):
+        """sum_i min(1, C / ||G_i||) G_i for every trained parameter, in closed form (no per-sample hooks).
+
+        Returns one tensor per module.trained_parameters(), in that order. ||G_i||^2 adds the rows'
+        ||u_i||^2 ||h_i||^2 + ||g_i||^2 and, per body layer, ||a_i||^2 ||o_i||^2 (+ ||o_i||^2 for a bias) for a
+        linear layer, ||o_i * x_hat_i||^2 (+ ||o_i||^2) for a norm layer.
+        """
+        import torch
+
+        layers = module.fast_layers
+        h, u, g, captured = self.per_example_gradients(module, prefix, secret, layers)
+        sq = (u * u).sum(1) * (h * h).sum(1) + (g * g).sum(1)
+        weight_grads = []  # a linear layer's input (float32); a norm layer's per-example weight gradients [B, H]
+        for (layer, kind), (a, o) in zip(layers, captured):
+            o2 = (o * o).sum(1)
+            if kind in ("linear", "conv1d"):
+                a = a.float()
+                sq = sq + (a * a).sum(1) * o2
+                weight_grads.append(a)
+            else:
+                gw = o * self._normalized(layer, kind, a)
+                sq = sq + (gw * gw).sum(1)
+                weight_grads.append(gw)
+            if getattr(layer, "bias", None) is not None:
+                sq = sq + o2
+        factor = (self.clip_norm / (torch.sqrt(sq) + 1e-6)).clamp(max=1.0)  # opacus's clipping factor
+        sums = {}
         grad_in = torch.zeros_like(module.new_in.weight, dtype=torch.float32)
         grad_in.index_add_(0, prefix, g * factor[:, None])
-        return [grad_in.to(module.new_in.weight.dtype), grad_out.to(module.new_out.weight.dtype)]
+        sums[id(module.new_in.weight)] = grad_in
+        sums[id(module.new_out.weight)] = (u * factor[:, None]).T @ h
+        for (layer, kind), (_, o), part in zip(layers, captured, weight_grads):
+            oc = o * factor[:, None]
+            if kind == "linear":  # weight out x in: G^T diag(c) A
+                sums[id(layer.weight)] = oc.T @ part
+            elif kind == "conv1d":  # weight in x out: A^T diag(c) G
+                sums[id(layer.weight)] = part.T @ oc
+            else:
+                sums[id(layer.weight)] = factor @ part
+            if getattr(layer, "bias", None) is not None:
+                sums[id(layer.bias)] = oc.sum(0)
+        out = []
+        for p in module.trained_parameters():
+            if id(p) not in sums:
+                raise RuntimeError(f"clipping=fast has no per-example gradient for a trained parameter of shape "
+                                   f"{tuple(p.shape)}; this is a bug.")
+            out.append(sums[id(p)].to(p.dtype))
+        return out
 
     def _step_nonprivate(self, module, prefix, secret) -> None:
         """Plain SGD on the mean loss of the batch (the non-private baseline of the benchmark)."""
@@ -345,7 +568,7 @@ class DPSGDFineTuning:
         if prefix.numel() == 0:
             return
         old_vocab = module.old_head.weight.shape[0]
-        params = [module.new_in.weight, module.new_out.weight]
+        params = module.trained_parameters()
         for p in params:
             p.grad = None
         with torch.enable_grad():
@@ -356,7 +579,7 @@ class DPSGDFineTuning:
                 p.sub_(self.learning_rate * p.grad)
                 p.grad = None
 
-    def _train_opacus(self, module, x: np.ndarray, seed: int, steps: int) -> None:
+    def _train_opacus(self, module, x: np.ndarray, seed: int, steps: int, on_step=None) -> None:
         """The same DP-SGD through opacus's PrivacyEngine (grad_sample_mode hooks or ghost), Poisson sampling."""
         import torch
         from opacus import PrivacyEngine
@@ -367,7 +590,7 @@ class DPSGDFineTuning:
         old_vocab = module.old_head.weight.shape[0]
         loader = DataLoader(TensorDataset(prefix, secret + old_vocab), batch_size=self.batch_size,
                             generator=torch.Generator().manual_seed(seed + 1))
-        optimizer = torch.optim.SGD([module.new_in.weight, module.new_out.weight], lr=self.learning_rate)
+        optimizer = torch.optim.SGD(module.trained_parameters(), lr=self.learning_rate)
         engine = PrivacyEngine(accountant="prv")
         criterion = torch.nn.CrossEntropyLoss()
         common = dict(module=module, optimizer=optimizer, data_loader=loader, noise_multiplier=self.noise_multiplier,
@@ -385,6 +608,8 @@ class DPSGDFineTuning:
                 loss.backward()
                 optimizer.step()
                 done += 1
+                if on_step is not None:
+                    on_step(done)
                 if done >= steps:
                     break
         if hasattr(private, "_close"):
@@ -412,4 +637,5 @@ class DPSGDFineTuning:
             "learning_rate": self.learning_rate, "epochs": self.epochs, "batch_size": self.batch_size,
             "sample_rate": self.sample_rate, "steps": self.steps, "n_targets": self.n_targets,
             "domain_size": self.domain_size, "clipping": self.clipping, "init_scale": self.init_scale,
+            "trainable": self.trainable,
         }

@@ -11,7 +11,8 @@ Recipe (the paper's, with the choices it leaves open made explicit):
   non-persons such as "All Enron Worldwide" dropped), kept if they occur in some body. No NER model
   is needed. `max_candidates` keeps only the most frequent ones.
 * Scores: log p_LM(name tokens | context) with the causal LM (the right context is not used). The
-  context is run once and its key/value cache reused for batches of candidates.
+  context is run once; its key/value cache is shared by all candidates, which run as a token trie
+  (a prefix shared by several names is computed once), with the LM head only where it is read.
 * The law over the candidates of a context, `score`:
   - `inverse_perplexity` (default, the paper's "normalise the perplexities"): Pr[name] proportional
     to 1 / perplexity = exp(mean log-probability per token). Default because it is what the paper
@@ -146,39 +147,98 @@ def find_contexts(messages, context_chars: int = 200, min_context_words: int = 3
     return contexts, counts
 
 
-def _expand_cache(past, batch: int):
-    """The context's key/value cache repeated for `batch` candidates (a fresh copy each time)."""
-    import copy
+def _candidate_trie(cand_ids, chunk_size):
+    """The token trie of the candidates, its inner nodes (every proper prefix) cut into chunks of chunk_size.
 
-    import torch
+    The nodes are in depth-first order, so the ancestors of a chunk's nodes that an earlier chunk owns
+    are ancestors of its first node: the chunk starts with them (at most depth - 1 positions) so that
+    every node sees its whole path. Returns (chunks, pairs): per chunk (tokens, depths, ancestor, owned),
+    with ancestor[i, j] True when node j of the chunk is node i or one of its ancestors and `owned` the
+    number of its last nodes that it scores; pairs lists, for every candidate token after the first,
+    (candidate, chunk, index among the chunk's owned nodes, token).
+    """
+    prefixes = sorted({tuple(ids[:d]) for ids in cand_ids for d in range(1, len(ids))})  # depth-first order
+    where, chunks = {}, []
+    for start in range(0, len(prefixes), chunk_size):
+        owned = prefixes[start:start + chunk_size]
+        nodes = [owned[0][:d] for d in range(1, len(owned[0]))] + owned  # + the ancestors owned by earlier chunks
+        index = {p: i for i, p in enumerate(nodes)}
+        ancestor = np.zeros((len(nodes), len(nodes)), dtype=bool)
+        for i, p in enumerate(nodes):
+            ancestor[i, [index[p[:d]] for d in range(1, len(p) + 1)]] = True
+        where.update((p, (len(chunks), index[p] - (len(nodes) - len(owned)))) for p in owned)
+        chunks.append((np.asarray([p[-1] for p in nodes]), np.asarray([len(p) for p in nodes]), ancestor, len(owned)))
+    pairs = [(k, *where[tuple(ids[:d])], ids[d]) for k, ids in enumerate(cand_ids) for d in range(1, len(ids))]
+    return chunks, pairs
 
-    if isinstance(past, tuple):  # legacy format: ((k, v), ...) per layer
-        return tuple(tuple(t.expand(batch, *t.shape[1:]).contiguous() for t in layer) for layer in past)
-    copied = copy.deepcopy(past)
-    if hasattr(copied, "batch_repeat_interleave"):
-        copied.batch_repeat_interleave(batch)
-        return copied
-    raise TypeError(f"cannot expand a {type(past).__name__} key/value cache; torch {torch.__version__}")
+
+def _cache_tensors(past):
+    """The context's key/value tensors of a transformers cache, per layer, to restore after a forward pass grew it."""
+    if isinstance(past, tuple):  # legacy format ((k, v), ...): the model returns a new tuple, this one is kept
+        return None
+    layers = getattr(past, "layers", None)
+    if layers is None or not all(hasattr(layer, "keys") and hasattr(layer, "values") for layer in layers):
+        import transformers
+
+        raise TypeError(f"cannot reuse a {type(past).__name__} key/value cache; "
+                        f"transformers {transformers.__version__}")
+    return [(layer.keys, layer.values) for layer in layers]
 
 
-def score_candidates(model, tokenizer, contexts: list[str], candidates: list[str], batch_size: int = 64,
-                     max_context_tokens: int = 256, progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def score_candidates(model, tokenizer, contexts: list[str], candidates: list[str], batch_size: int = 1024,
+                     max_context_tokens: int = 256, progress: bool = False,
+                     threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """log p(candidate | context) for every pair: (C, K) float array, and each candidate's token count (K,).
 
     The context (BOS, if the tokenizer has one, then the context tokens, at most max_context_tokens)
-    runs once; its key/value cache is repeated for batches of right-padded candidates (" " + name).
+    runs once and its key/value cache is shared (batch 1, never copied) by the candidates (" " + name),
+    which run as a token trie: every distinct proper prefix of a candidate is one position (position id
+    = context length + depth - 1) that attends to the context and to its own ancestors only (a 4D
+    additive mask), so a prefix shared by several names (" John", " J") is computed once. The trie
+    runs in forward passes of `batch_size` positions (plus the few ancestors an earlier pass computed),
+    and the LM head is applied only at those positions and at the context's last one. Exact: the same
+    log-probabilities as one forward pass over context + name, up to float round-off; batch_size only
+    trades memory (batch_size x vocabulary logits) for fewer, larger passes. threads: torch's CPU
+    threads while scoring (restored after); null keeps torch's. On a CPU that other jobs share, 1 is
+    often several times faster than more (threads that wait for each other at every operation).
     """
-    import torch
-
     import inspect
 
+    import torch
+
+    batch_size = _validate.integer("batch_size", batch_size, minimum=1)
+    if threads is not None:
+        threads = _validate.integer("threads", threads, minimum=1)
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            return score_candidates(model, tokenizer, contexts, candidates, batch_size, max_context_tokens, progress)
+        finally:
+            torch.set_num_threads(before)
     device = next(model.parameters()).device
+    dtype = next(model.parameters()).dtype
+    attention = getattr(model.config, "_attn_implementation", None) or "eager"
+    if attention not in ("eager", "sdpa"):
+        raise ValueError(f"the model's attention implementation must be eager or sdpa (the trie needs a 4D mask), "
+                         f"got {attention!r}; load it with attn_implementation='sdpa'.")
     # transformers 5 renames past_key_values to cache (the old name is deprecated)
     cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     cand_ids = [tokenizer(" " + c, add_special_tokens=False)["input_ids"] for c in candidates]
     lengths = np.asarray([len(ids) for ids in cand_ids])
     if np.any(lengths == 0):
         raise ValueError(f"candidate {candidates[int(np.argmin(lengths))]!r} has no tokens.")
+    chunks, pairs = _candidate_trie(cand_ids, batch_size)
+    first_tokens = torch.as_tensor([ids[0] for ids in cand_ids], device=device)
+    blocked = torch.finfo(dtype).min
+    chunk_inputs = []
+    for g, (tokens, depths, ancestor, owned) in enumerate(chunks):
+        chosen = [(k, i, t) for k, gg, i, t in pairs if gg == g]
+        chunk_inputs.append((
+            torch.as_tensor(tokens, device=device)[None], torch.as_tensor(depths, device=device)[None],
+            torch.where(torch.as_tensor(ancestor, device=device), 0.0, blocked).to(dtype),
+            torch.as_tensor([k for k, _, _ in chosen], device=device, dtype=torch.long),
+            torch.as_tensor([i for _, i, _ in chosen], device=device, dtype=torch.long),
+            torch.as_tensor([t for _, _, t in chosen], device=device, dtype=torch.long), owned))
     bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
     out = np.zeros((len(contexts), len(candidates)))
     iterator = contexts
@@ -186,34 +246,30 @@ def score_candidates(model, tokenizer, contexts: list[str], candidates: list[str
         from tqdm.auto import tqdm
 
         iterator = tqdm(contexts, desc="PII prior: scoring contexts", unit="context")
-    with torch.no_grad():
+    with torch.inference_mode():
         for c, text in enumerate(iterator):
             ids = tokenizer(text, add_special_tokens=False)["input_ids"][-max_context_tokens:]
             ids = torch.as_tensor([bos + ids], device=device)
-            ctx = model(input_ids=ids, use_cache=True)
-            past = ctx.cache if getattr(ctx, "cache", None) is not None else ctx.past_key_values
-            first = torch.log_softmax(ctx.logits[0, -1].float(), dim=-1)
             n_past = ids.shape[1]
-            for b0 in range(0, len(candidates), batch_size):
-                batch = cand_ids[b0:b0 + batch_size]
-                width = max(len(t) for t in batch)
-                tokens = torch.zeros(len(batch), width, dtype=torch.long, device=device)
-                mask = torch.zeros(len(batch), width, dtype=torch.long, device=device)
-                for i, t in enumerate(batch):
-                    tokens[i, :len(t)] = torch.as_tensor(t)
-                    mask[i, :len(t)] = 1
-                score = first[tokens[:, 0]]
-                if width > 1:
-                    inputs = tokens[:, :-1]
-                    attention = torch.cat([torch.ones(len(batch), n_past, dtype=torch.long, device=device),
-                                           mask[:, :-1]], dim=1)
-                    positions = (n_past + torch.arange(width - 1, device=device)).expand(len(batch), -1)
-                    step = model(input_ids=inputs, attention_mask=attention, position_ids=positions,
-                                 use_cache=True, **{cache_arg: _expand_cache(past, len(batch))})
-                    log_probs = torch.log_softmax(step.logits.float(), dim=-1)
-                    following = torch.gather(log_probs, 2, tokens[:, 1:, None])[:, :, 0]
-                    score = score + (following * mask[:, 1:]).sum(dim=1)
-                out[c, b0:b0 + len(batch)] = score.double().cpu().numpy()
+            if n_past == 0:
+                raise ValueError(f"contexts[{c}] has no tokens and the tokenizer has no BOS token; "
+                                 f"give non-empty contexts.")
+            ctx = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+            past = ctx.cache if getattr(ctx, "cache", None) is not None else ctx.past_key_values
+            kept = _cache_tensors(past)
+            score = torch.log_softmax(ctx.logits[0, -1].double(), dim=-1)[first_tokens]
+            for tokens, depths, ancestor, cand, node, following, owned in chunk_inputs:
+                n = tokens.shape[1]
+                mask = torch.cat([torch.zeros(n, n_past, dtype=dtype, device=device), ancestor], dim=1)[None, None]
+                step = model(input_ids=tokens, attention_mask=mask, position_ids=n_past - 1 + depths,
+                             use_cache=True, logits_to_keep=owned, **{cache_arg: past})
+                if kept is not None:  # drop the trie's keys: the cache holds the context alone again
+                    for layer, (k, v) in zip(past.layers, kept):
+                        layer.keys, layer.values = k, v
+                logits = step.logits[0].float()
+                log_probs = logits[node, following] - torch.logsumexp(logits, dim=-1)[node]
+                score = score.index_add(0, cand, log_probs.double())
+            out[c] = score.cpu().numpy()
     return out, lengths
 
 
@@ -257,7 +313,8 @@ class PIIPrior(Prior):
         context_chars: int = 200,
         min_context_words: int = 3,
         score: str = "inverse_perplexity",
-        batch_size: int = 64,
+        batch_size: int = 1024,
+        threads: int | None = None,
         seed: int = 0,
         progress: bool = True,
     ) -> None:
@@ -268,6 +325,7 @@ class PIIPrior(Prior):
         self.context_chars = _validate.integer("context_chars", context_chars, minimum=10)
         self.min_context_words = _validate.integer("min_context_words", min_context_words, minimum=1)
         self.batch_size = _validate.integer("batch_size", batch_size, minimum=1)
+        self.threads = None if threads is None else _validate.integer("threads", threads, minimum=1)
         self.seed = _validate.integer("seed", seed, minimum=0)
         if score not in SCORES:
             raise ValueError(f"score must be one of {list(SCORES)}, got {score!r}.")
@@ -312,7 +370,7 @@ class PIIPrior(Prior):
     def _compute(self) -> tuple[np.ndarray, np.ndarray]:
         model, tokenizer = self.model.load()
         return score_candidates(model, tokenizer, [c.left for c in self.contexts], self.candidates,
-                                batch_size=self.batch_size, progress=self.progress)
+                                batch_size=self.batch_size, progress=self.progress, threads=self.threads)
 
     def scores(self) -> tuple[np.ndarray, np.ndarray]:
         """(log p(candidate | context) of shape (C, K), token counts (K,)): cached stage or computed once."""

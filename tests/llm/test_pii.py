@@ -17,7 +17,7 @@ def test_header_names():
 @pytest.fixture(scope="module")
 def prior(tiny, data_dir):
     return PIIPrior(tiny, n_targets=7, domain_size=4, data_dir=str(data_dir), n_contexts=3, max_candidates=9,
-                    batch_size=4, progress=False)
+                    batch_size=4, progress=False)  # several trie passes per context
 
 
 def test_contexts_and_candidates_come_from_the_enron_sample(prior):
@@ -89,3 +89,45 @@ def test_bad_enron_folders_fail_with_one_sentence(tiny, tmp_path):
     assert "\n" not in str(err.value)
     with pytest.raises(ValueError, match=r"^score must be one of"):
         PIIPrior(tiny, enron=str(tmp_path / "maildir"), score="perplexity")
+
+
+def _direct_log_likelihood(model, tokenizer, context: str, name: str) -> float:
+    """log p(" " + name | BOS + context) from one plain forward pass over all the tokens (float64 softmax)."""
+    import torch
+
+    ctx = [tokenizer.bos_token_id] + tokenizer(context, add_special_tokens=False)["input_ids"]
+    cand = tokenizer(" " + name, add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        log_probs = torch.log_softmax(model(input_ids=torch.as_tensor([ctx + cand])).logits[0].double(), dim=-1)
+    return sum(float(log_probs[len(ctx) - 1 + t, tok]) for t, tok in enumerate(cand))
+
+
+@pytest.mark.parametrize("architecture", ["llama", "gpt2"])
+def test_trie_scoring_of_names_sharing_prefixes(tiny, architecture):
+    """Names that share prefixes (one a prefix of another, a repeated name) score as if each ran alone, for any
+    number of trie positions per forward pass (chunks that cut through a subtree repeat its ancestors)."""
+    import torch
+
+    from stages.model.tiny import TinyModel
+    from stages.prior.pii import _candidate_trie, score_candidates
+
+    lm = tiny if architecture == "llama" else TinyModel(architecture="gpt2", device="cpu")
+    model, tokenizer = lm.load()
+    contexts = ["Please forward the gas report to", "Thanks, and call me tomorrow. Regards,"]
+    names = ["John Smith", "John Smithers", "Johnny Cash", "Jo", "Jane Doe", "J", "Mary Ann Lee", "John Smith"]
+    direct = np.array([[_direct_log_likelihood(model, tokenizer, c, n) for n in names] for c in contexts])
+    cand_ids = [tokenizer(" " + n, add_special_tokens=False)["input_ids"] for n in names]
+    n_nodes = len({tuple(ids[:d]) for ids in cand_ids for d in range(1, len(ids))})
+    assert n_nodes < sum(len(ids) - 1 for ids in cand_ids) - 20, "the names share many prefixes"
+    for batch_size in (1, 5, 1000):
+        chunks, pairs = _candidate_trie(cand_ids, batch_size)
+        assert sum(owned for *_, owned in chunks) == n_nodes and len(pairs) == sum(len(ids) - 1 for ids in cand_ids)
+        scores, n_tokens = score_candidates(model, tokenizer, contexts, names, batch_size=batch_size)
+        assert np.allclose(scores, direct, rtol=0, atol=1e-4), batch_size
+        assert list(n_tokens) == [len(ids) for ids in cand_ids]
+    assert scores[0, 0] == pytest.approx(scores[0, 7], abs=1e-6) and scores[0, 1] < scores[0, 0] < scores[0, 3]
+    before = torch.get_num_threads()
+    again, _ = score_candidates(model, tokenizer, contexts, names, threads=before + 1)
+    assert torch.get_num_threads() == before and np.allclose(again, direct, rtol=0, atol=1e-4)
+    with pytest.raises(ValueError, match=r"^batch_size must be an integer >= 1, got 0"):
+        score_candidates(model, tokenizer, contexts, names, batch_size=0)
