@@ -433,11 +433,32 @@ class DPSGDFineTuning:
                 grads = self._clipped_sum(module, prefix[idx], secret[idx], old_vocab) if idx.numel() else \
                     [torch.zeros_like(p) for p in params]  # noise alone on every trained parameter
                 with torch.no_grad():
-                    for p, g in zip(params, grads):
-                        noise = torch.randn(p.shape, generator=noise_gen, device=device, dtype=p.dtype)
-                        p.sub_(self.learning_rate * (g + self.noise_multiplier * self.clip_norm * noise) / expected_batch)
+                    self._noisy_update(params, grads, noise_gen, expected_batch)
             if on_step is not None:
                 on_step(step)
+
+    def _noisy_update(self, params, grads, noise_gen, expected_batch) -> None:
+        """p -= lr (g + sigma C N(0, I)) / expected batch, for every trained parameter.
+
+        The new rows draw their noise one tensor at a time (as they always have: releases of trainable
+        rows stay reproducible across versions); the body's noise is one draw of its total size, split
+        into the parameters' shapes, and the update is one fused multi-tensor add (few kernel launches).
+        """
+        import torch
+
+        device = params[0].device
+        scale = self.noise_multiplier * self.clip_norm
+        for p, g in zip(params[:2], grads[:2]):
+            noise = torch.randn(p.shape, generator=noise_gen, device=device, dtype=p.dtype)
+            p.sub_(self.learning_rate * (g + scale * noise) / expected_batch)
+        body, body_grads = params[2:], grads[2:]
+        if not body:
+            return
+        sizes = [p.numel() for p in body]
+        flat = torch.randn(sum(sizes), generator=noise_gen, device=device, dtype=body[0].dtype)
+        noises = [n.view(p.shape) for n, p in zip(torch.split(flat, sizes), body)]
+        steps = torch._foreach_add(body_grads, noises, alpha=scale)
+        torch._foreach_add_(body, steps, alpha=-self.learning_rate / expected_batch)
 
     def per_example_gradients(self, module, prefix, secret, layers=()):
         """The exact per-example gradients' parts: (h, u, g, captured).
@@ -518,41 +539,56 @@ class DPSGDFineTuning:
         Returns one tensor per module.trained_parameters(), in that order. ||G_i||^2 adds the rows'
         ||u_i||^2 ||h_i||^2 + ||g_i||^2 and, per body layer, ||a_i||^2 ||o_i||^2 (+ ||o_i||^2 for a bias) for a
         linear layer, ||o_i * x_hat_i||^2 (+ ||o_i||^2) for a norm layer.
+
+        Layers of equal shape (a transformer repeats its blocks) are handled together: their captured
+        tensors are stacked, so the squared norms take one reduction and the clipped sums one batched
+        matmul per shape group instead of a few small kernels per layer (a GPU step is launch-bound).
         """
         import torch
 
         layers = module.fast_layers
         h, u, g, captured = self.per_example_gradients(module, prefix, secret, layers)
         sq = (u * u).sum(1) * (h * h).sum(1) + (g * g).sum(1)
-        weight_grads = []  # a linear layer's input (float32); a norm layer's per-example weight gradients [B, H]
-        for (layer, kind), (a, o) in zip(layers, captured):
-            o2 = (o * o).sum(1)
+        groups: dict = {}  # (kind, a width, o width) -> indices into layers
+        for index, ((layer, kind), (a, o)) in enumerate(zip(layers, captured)):
+            groups.setdefault((kind, a.shape[1], o.shape[1]), []).append(index)
+        stacked = {}
+        for key, members in groups.items():
+            kind = key[0]
+            o = torch.stack([captured[m][1] for m in members])  # [L, B, out] float32
+            o2 = (o * o).sum(2)  # [L, B]
             if kind in ("linear", "conv1d"):
-                a = a.float()
-                sq = sq + (a * a).sum(1) * o2
-                weight_grads.append(a)
+                part = torch.stack([captured[m][0] for m in members]).float()  # [L, B, in]
+                sq = sq + ((part * part).sum(2) * o2).sum(0)
             else:
-                gw = o * self._normalized(layer, kind, a)
-                sq = sq + (gw * gw).sum(1)
-                weight_grads.append(gw)
-            if getattr(layer, "bias", None) is not None:
-                sq = sq + o2
+                part = torch.stack([self._normalized(layers[m][0], kind, captured[m][0]) for m in members]) * o
+                sq = sq + (part * part).sum((0, 2))
+            has_bias = torch.tensor([getattr(layers[m][0], "bias", None) is not None for m in members],
+                                    device=o.device, dtype=o.dtype)
+            sq = sq + (o2 * has_bias[:, None]).sum(0)
+            stacked[key] = (o, part)
         factor = (self.clip_norm / (torch.sqrt(sq) + 1e-6)).clamp(max=1.0)  # opacus's clipping factor
         sums = {}
         grad_in = torch.zeros_like(module.new_in.weight, dtype=torch.float32)
         grad_in.index_add_(0, prefix, g * factor[:, None])
         sums[id(module.new_in.weight)] = grad_in
         sums[id(module.new_out.weight)] = (u * factor[:, None]).T @ h
-        for (layer, kind), (_, o), part in zip(layers, captured, weight_grads):
-            oc = o * factor[:, None]
+        for key, members in groups.items():
+            kind = key[0]
+            o, part = stacked[key]
+            oc = o * factor[None, :, None]  # [L, B, out]
             if kind == "linear":  # weight out x in: G^T diag(c) A
-                sums[id(layer.weight)] = oc.T @ part
+                weights = torch.bmm(oc.transpose(1, 2), part)
             elif kind == "conv1d":  # weight in x out: A^T diag(c) G
-                sums[id(layer.weight)] = part.T @ oc
-            else:
-                sums[id(layer.weight)] = factor @ part
-            if getattr(layer, "bias", None) is not None:
-                sums[id(layer.bias)] = oc.sum(0)
+                weights = torch.bmm(part.transpose(1, 2), oc)
+            else:  # per-example weight gradients [L, B, H], clipped and summed
+                weights = (part * factor[None, :, None]).sum(1)
+            biases = oc.sum(1)
+            for position, m in enumerate(members):
+                layer = layers[m][0]
+                sums[id(layer.weight)] = weights[position]
+                if getattr(layer, "bias", None) is not None:
+                    sums[id(layer.bias)] = biases[position]
         out = []
         for p in module.trained_parameters():
             if id(p) not in sums:
