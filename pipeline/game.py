@@ -335,6 +335,12 @@ def compute_metrics(cfg: DictConfig, cache: StageCache | None = None) -> tuple[d
         bound = boxes.bound.compute(*bound_args)
         # Bounds conditional on the release (pure_dp) also give one count per trial.
         per_trial = boxes.bound.compute_per_trial(*bound_args) if hasattr(boxes.bound, "compute_per_trial") else None
+        # Which theorem the box used and why: set-valued success (k > 1, metric=within) without pure DP
+        # falls back from the one-run theorem to KGK + Markov (stages.bound.box.bound_theorem).
+        theorem = boxes.bound.theorem(*bound_args[:4]) if hasattr(boxes.bound, "theorem") else None
+        if theorem is not None:
+            log.info("bound theorem: %s (set-valued success: %s; %s)", theorem["theorem"], theorem["set_valued"],
+                     theorem["reason"])
         privacy = _privacy(boxes.mechanism)
     except (ValueError, FileNotFoundError) as exc:
         raise ConfigError(str(exc).strip().splitlines()[0]) from exc
@@ -359,6 +365,7 @@ def compute_metrics(cfg: DictConfig, cache: StageCache | None = None) -> tuple[d
         "attack_prior_success_mean": float(np.mean(summary.sums())),
         "confidences": confidences.tolist(),
         "bound": bound_counts,
+        **({"bound_theorem": theorem} if theorem is not None else {}),
         **({"bound_per_trial": _bound_counts(per_trial, confidences)} if per_trial is not None else {}),
         # How often the attack exceeded the bound at the highest confidence (at most 1 - confidence in
         # expectation), against each trial's own bound where the bound is conditional on the release.

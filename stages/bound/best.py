@@ -13,6 +13,18 @@ changing target i's secret replaces its record, so every bound uses the replace-
 is a membership bit and an add/remove profile applies as it is; there MMC counts only with k = 2
 (its k > 2 game draws each canary from k candidates, a reconstruction game) and Steinke's Theorem
 5.2 is in its own setting (canaries included with probability 1/2).
+
+``set_valued`` says whether a target's success set can hold more than one value (k > 1 guesses, a
+distance window). The one-run theorem for (eps, delta)/f-DP profiles (ours unless the profile is
+eps-DP) is then listed as not applicable: it is not shown for such success and a real mu-GDP
+Gaussian mechanism beats it (``theorems.SET_VALUED_REASON``). So are the comparators whose games score
+one exact guess among candidates (MMC, Steinke, Cherubin). What stays is valid for any success event E
+of prior probability p, because its proof only compares Pr[E] on neighbouring datasets: ours for an
+eps-DP profile (Theorem 3.1, the posterior argument), KGK 1 - f(p) (the trade-off curve applied to
+the test "E happened"), Narcissus e^eps p + delta, ReRo and Stock (Renyi DP applied to the same
+event). For counts over n targets KGK gives E[#attacked] <= sum_i (1 - f(p_i)) (each target's success
+probability is bounded with the others' records fixed, and expectation is linear), turned into a
+count with Markov's inequality: the smallest c with sum_i (1 - f(p_i)) / (c + 1) <= 1 - confidence.
 """
 from __future__ import annotations
 
@@ -25,7 +37,7 @@ from scipy import optimize, special
 
 from . import _validate, prior_work, theorems
 
-__all__ = ["BestBound", "best_bound", "SOURCES"]
+__all__ = ["BestBound", "best_bound", "SOURCES", "kgk_markov_count"]
 
 #: Every name best_bound can report, ours first (ties go to the earlier name).
 SOURCES = ("ours", "kgk", "mmc", "steinke", "rero", "narcissus", "cherubin", "stock")
@@ -47,6 +59,7 @@ class BestBound:
     kind: str = "probability"
     game: str = "reconstruction"
     profile: object = None
+    set_valued: bool = False
 
     def as_dict(self) -> dict:
         """JSON-able dict (metrics.json)."""
@@ -55,6 +68,7 @@ class BestBound:
             "source": self.source,
             "kind": self.kind,
             "game": self.game,
+            "set_valued": self.set_valued,
             "profile": None if self.profile is None else self.profile.params(),
             "all": dict(self.all),
             "not_applicable": dict(self.not_applicable),
@@ -159,20 +173,48 @@ _MMC_MEMBERSHIP = (
 )
 
 
-def _probability_bounds(profile, p: float, game: str) -> tuple[dict, dict]:
+#: Why a comparator scoring one exact guess among candidates does not apply to set-valued success.
+_EXACT_GUESS_ONLY = "its game scores one exact guess among candidates; success here is a set of values (set_valued=True)"
+
+
+def _set_valued_skips(profile, kind: str) -> dict:
+    """What set-valued success rules out (module docstring): ours unless eps-DP, MMC, Steinke, Cherubin."""
+    skipped = {name: _EXACT_GUESS_ONLY for name in ("mmc", "steinke")}
+    if kind == "probability":
+        skipped["cherubin"] = _EXACT_GUESS_ONLY
+    if theorems.pure_epsilon_of(profile) is None:
+        skipped["ours"] = theorems.SET_VALUED_REASON
+    return skipped
+
+
+def kgk_markov_count(profile, p, confidence: float) -> int:
+    """Count bound from KGK, valid for any success metric: the smallest c in 0..n with
+    sum_i (1 - f(p_i)) / (c + 1) <= 1 - confidence (E[#attacked] <= sum_i (1 - f(p_i)), then Markov)."""
+    q = np.atleast_1d(_validate.probability("p", p)).astype(float).reshape(-1)
+    conf = float(_validate.confidence("confidence", confidence))
+    total = float(np.sum(prior_work.kgk_bound(profile, q)))
+    return int(np.clip(math.ceil(total / (1.0 - conf)) - 1, 0, q.size))
+
+
+def _probability_bounds(profile, p: float, game: str, set_valued: bool = False) -> tuple[dict, dict]:
     values: dict = {}
-    skipped: dict = {}
-    values["ours"] = float(theorems.success_bound(profile, p, game=game))
+    skipped: dict = _set_valued_skips(profile, "probability") if set_valued else {}
+    if "ours" not in skipped:
+        values["ours"] = float(theorems.success_bound(profile, p, game=game))
     values["kgk"] = float(prior_work.kgk_bound(profile, p))
 
-    if _is_reciprocal(p) and (game == "reconstruction" or _is_reciprocal(p, allowed=(2,))):
+    if "mmc" in skipped:
+        pass
+    elif _is_reciprocal(p) and (game == "reconstruction" or _is_reciprocal(p, allowed=(2,))):
         values["mmc"] = float(prior_work.mmc_bound(profile, p))
     elif _is_reciprocal(p):
         skipped["mmc"] = _MMC_MEMBERSHIP + f", got p = {p!r}"
     else:
         skipped["mmc"] = f"applies only to uniform priors p = 1/k (k >= 2 candidates), got p = {p!r}"
 
-    if _is_reciprocal(p, allowed=(2,)):
+    if "steinke" in skipped:
+        pass
+    elif _is_reciprocal(p, allowed=(2,)):
         # Theorem 5.2 at m = r = v = 1: q + 2 delta (1 - q), q = e^eps / (1 + e^eps)
         values["steinke"] = _min_over_epsilon(
             profile, lambda e, d: np.minimum(1.0, special.expit(e) + 2.0 * d * special.expit(-e)), top=60.0
@@ -198,7 +240,9 @@ def _probability_bounds(profile, p: float, game: str) -> tuple[dict, dict]:
     )
 
     kind, params = _kind(profile)
-    if kind == "DPSGD" and params.get("sample_rate") == 1.0 and params.get("neighboring") == "replace_one" and _is_reciprocal(p):
+    if "cherubin" in skipped:
+        pass
+    elif kind == "DPSGD" and params.get("sample_rate") == 1.0 and params.get("neighboring") == "replace_one" and _is_reciprocal(p):
         values["cherubin"] = float(
             prior_work.cherubin_bound(profile.noise_multiplier, profile.sample_rate, profile.steps, p)
         )
@@ -219,10 +263,18 @@ def _probability_bounds(profile, p: float, game: str) -> tuple[dict, dict]:
 # ---------------------------------------------------------------- n targets: count bounds
 
 
-def _count_bounds(profile, p: np.ndarray, confidence: float, game: str) -> tuple[dict, dict]:
-    values: dict = {"ours": int(np.asarray(theorems.count_bound(profile, p, confidence, game=game)))}
+def _count_bounds(profile, p: np.ndarray, confidence: float, game: str, set_valued: bool = False) -> tuple[dict, dict]:
     skipped: dict = {name: "bounds one target's success probability, not a count over n targets"
                      for name in ("kgk", "rero", "narcissus", "cherubin", "stock")}
+    if set_valued:
+        skipped.update(_set_valued_skips(profile, "count"))
+        # the any-metric fallback: KGK per target, summed, with Markov (module docstring)
+        del skipped["kgk"]
+        values: dict = {"kgk": kgk_markov_count(profile, p, confidence)}
+        if "ours" not in skipped:
+            values["ours"] = int(np.asarray(theorems.count_bound(profile, p, confidence, game=game)))
+        return values, skipped
+    values = {"ours": int(np.asarray(theorems.count_bound(profile, p, confidence, game=game)))}
     guessed = p[p > 0]
     try:
         prior_work.uniform_candidates(p, bound="mmc")
@@ -261,7 +313,8 @@ def _steinke_count(profile, p: np.ndarray, confidence: float) -> int:
 
 
 def best_bound(
-    profile, p, *, n: int | None = None, confidence: float | None = None, game: str = "reconstruction"
+    profile, p, *, n: int | None = None, confidence: float | None = None, game: str = "reconstruction",
+    set_valued: bool = False,
 ) -> BestBound:
     """The smallest bound, over ours and every applicable comparator, for one setting.
 
@@ -280,9 +333,17 @@ def best_bound(
       ``game="membership"``: the secret is a membership bit, the profile is used as given (add/remove
       is the right relation), MMC applies only with k = 2 and Steinke in its own setting.
 
+    * ``set_valued=True``: a target's success set can hold more than one value (k > 1 guesses, a
+      distance window). Only bounds valid for any success event remain (module docstring): ours
+      only for an eps-DP profile, kgk, narcissus, rero, stock; for counts ours (eps-DP) and kgk summed
+      over the targets with Markov's inequality. The others are in ``not_applicable`` with the reason.
+
     Returns a BestBound whose ``value`` is the minimum of ``all`` and ``source`` its name (ours wins
     ties). Raises ValueError for n > 1 targets without a confidence.
     """
+    if not isinstance(set_valued, (bool, np.bool_)):
+        raise ValueError(f"set_valued must be True or False, got {set_valued!r}.")
+    set_valued = bool(set_valued)
     profile = theorems._profile(profile, game)
     arr = _validate.probability("p", p)
     if arr.ndim > 1:
@@ -301,15 +362,16 @@ def best_bound(
                 f"best_bound over n = {arr.size} targets needs a confidence (e.g. confidence=0.95) for a count "
                 "bound; without one it bounds one target's success probability."
             )
-        values, skipped = _probability_bounds(profile, float(arr[0]), game)
+        values, skipped = _probability_bounds(profile, float(arr[0]), game, set_valued)
         kind = "probability"
     else:
         c = _validate.confidence("confidence", confidence)
         if c.ndim != 0:
             raise ValueError(f"confidence must be a single number in (0, 1), got {confidence!r}.")
-        values, skipped = _count_bounds(profile, arr, float(c), game)
+        values, skipped = _count_bounds(profile, arr, float(c), game, set_valued)
         kind = "count"
 
     source = min((name for name in SOURCES if name in values), key=lambda name: (values[name], SOURCES.index(name)))
     ordered = {name: values[name] for name in SOURCES if name in values}
-    return BestBound(values[source], source, ordered, {k: skipped[k] for k in SOURCES if k in skipped}, kind, game, profile)
+    return BestBound(values[source], source, ordered, {k: skipped[k] for k in SOURCES if k in skipped}, kind, game,
+                     profile, set_valued)

@@ -18,7 +18,8 @@ import numpy as np
 
 from stages.bound import _validate
 
-__all__ = ["PlayedTrials", "played_trials", "group_prior_success", "guesses_per_trial", "guesses_per_target", "as_confidences", "count_dict"]
+__all__ = ["PlayedTrials", "played_trials", "group_prior_success", "guesses_per_trial", "guesses_per_target", "as_confidences",
+           "count_dict", "set_valued_success"]
 
 
 @dataclass(frozen=True)
@@ -125,3 +126,53 @@ def count_dict(confidences: np.ndarray, counts) -> dict[float, int]:
     """{confidence: count} with plain Python numbers (JSON-able)."""
     counts = np.broadcast_to(np.asarray(counts), confidences.shape)
     return {float(c): int(v) for c, v in zip(confidences, counts)}
+
+
+def set_valued_success(metric, k: int, domain_size: int | None = None) -> bool:
+    """Whether one target's success set can hold more than one candidate value.
+
+    True with k > 1 guesses per target, or when one guess covers more than one candidate (a distance
+    window, e.g. metric=within with distance >= 1); False for one exact guess, or a domain of one value.
+    One guess is probed at the first, middle and last candidate with ``metric.covered`` (the metrics
+    here cover the same window shape everywhere, clipped at the ends); a metric without ``covered``
+    counts as set-valued, the safe side. ``domain_size`` None: probed on 3 candidates.
+
+    The one-run theorem for (eps, delta)/f-DP profiles is refused for set-valued success
+    (stages.bound.theorems.SET_VALUED_REASON), so the bound boxes fall back to bounds valid for any metric.
+    """
+    m = 3 if domain_size is None else int(domain_size)
+    if m < 2:
+        return False
+    if int(k) > 1:
+        return True
+    covered = getattr(metric, "covered", None)
+    if covered is None:
+        return True
+    probes = np.array([[0], [m // 2], [m - 1]], dtype=np.int64)
+    return bool(np.max(np.count_nonzero(covered(probes, m), axis=1)) > 1)
+
+
+def bound_theorem(profile, metric, k: int, domain_size: int | None, default: str, pure: str | None = None) -> dict:
+    """Which theorem a box uses and why, for the run's log and metrics.json.
+
+    ``default`` is the box's own theorem, ``pure`` what it becomes for an eps-DP profile (the theorems
+    use Theorem 3.1 at the profile's eps there: stages.bound.theorems.pure_epsilon_of), None if the
+    same. Both are kept for single-guess success, and the eps-DP one for set-valued success too
+    (Theorem 3.1 holds for every metric); otherwise, for set-valued success, the fallback is KGK per
+    target summed over the targets with Markov's inequality (stages.bound.best.kgk_markov_count).
+    """
+    from stages.bound.profiles import for_game
+    from stages.bound.theorems import SET_VALUED_REASON, pure_epsilon_of
+
+    set_valued = set_valued_success(metric, k, domain_size)
+    is_pure = pure_epsilon_of(for_game(profile, "reconstruction")) is not None
+    name = pure if (is_pure and pure is not None) else default
+    if not set_valued:
+        return {"theorem": name, "set_valued": False, "reason": "one exact guess per target"}
+    if is_pure:
+        return {"theorem": name, "set_valued": True,
+                "reason": "success is set-valued and the mechanism is eps-DP: Theorem 3.1 holds for every success metric"}
+    return {"theorem": "kgk_markov", "set_valued": True,
+            "reason": f"success is set-valued (k = {int(k)} guesses, metric {getattr(metric, 'name', metric)!s}) and "
+                      f"{SET_VALUED_REASON}; fallback: E[#attacked] <= sum_i (1 - f(p*_i)) (KGK per target, valid "
+                      "for any metric) and Markov's inequality"}

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from stages.bound import prior_work
-from stages.bound.box import as_confidences, count_dict, guesses_per_target
+from stages.bound.box import as_confidences, count_dict, guesses_per_target, set_valued_success
 from stages.bound.profiles import DPSGD, ApproxDP, GaussianDP, PureDP, for_game
 
 __all__ = ["ComparatorBound", "COMPARATORS"]
@@ -141,6 +141,24 @@ class ComparatorBound:
             total = float(np.sum(_success_bounds(self.comparator, profile, p_star)))
             counts = _markov_count(total, n, levels)
         return count_dict(levels, counts)
+
+    def theorem(self, profile, prior, metric, guesses) -> dict:
+        """{"theorem", "set_valued", "reason"} for the run's log and metrics.json.
+
+        kgk, narcissus, rero and stock bound the probability of any success event from its prior
+        probability, so they hold for set-valued success (k > 1 guesses, metric=within) too; mmc,
+        steinke and cherubin score one exact guess among candidates, and for set-valued success their
+        count is reported with that caveat (stages.bound.best lists them as not applicable there).
+        """
+        set_valued = set_valued_success(metric, guesses_per_target(guesses), getattr(prior, "domain_size", None))
+        if not set_valued:
+            reason = "one exact guess per target"
+        elif self.comparator in ("mmc", "steinke", "cherubin"):
+            reason = (f"success is set-valued, and {self.comparator}'s game scores one exact guess among candidates: "
+                      "its validity for set-valued success is not shown (use kgk)")
+        else:
+            reason = f"success is set-valued; {self.comparator} bounds any success event from its prior probability"
+        return {"theorem": f"comparator {self.comparator}", "set_valued": set_valued, "reason": reason}
 
     def params(self) -> dict:
         return {"bound": self.name, "comparator": self.comparator}

@@ -122,7 +122,9 @@ def kgk_bound(profile, p):
     reconstruction risks in differential privacy"): success <= 1 - f(kappa).
 
     ``f`` is the profile's trade-off curve and ``kappa = p`` the baseline (a priori optimal)
-    success probability. Applies to one target and one guess, any f-DP mechanism and any prior;
+    success probability. Applies to one target, any f-DP mechanism and any prior, and to any
+    success event: a single guess, k guesses or a distance window (kappa is then the prior
+    probability of the best such set), since the proof only applies f to the test "success happened";
     for mu-GDP it equals Phi(Phi^{-1}(kappa) + mu). ``1 - f`` comes from the profile's
     ``one_minus_tradeoff``, computed without cancellation, so tiny priors keep their digits.
     Vectorised over ``p``.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stages.bound.box import as_confidences, count_dict, played_trials
+from stages.bound.box import as_confidences, bound_theorem, count_dict, guesses_per_target, played_trials
 from stages.bound.profiles import ApproxDP
 from stages.bound.theorems import pure_dp_count_bound
 
@@ -49,6 +49,11 @@ class PureDPBound:
         per_trial = self.compute_per_trial(profile, prior, metric, trials, confidences)
         levels = np.asarray(list(per_trial), dtype=float)
         return count_dict(levels, [max(v) for v in per_trial.values()])
+
+    def theorem(self, profile, prior, metric, trials) -> dict:
+        """{"theorem", "set_valued", "reason"}: Theorem 3.1, valid for every success metric (set-valued too)."""
+        return bound_theorem(profile, metric, guesses_per_target(trials), getattr(prior, "domain_size", None),
+                             "pure_dp (Theorem 3.1)")
 
     def params(self) -> dict:
         return {"bound": self.name}

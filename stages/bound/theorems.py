@@ -69,6 +69,40 @@ def _priors(p) -> np.ndarray:
     return arr
 
 
+def pure_epsilon_of(profile) -> float | None:
+    """eps of an eps-DP profile (PureDP, or ApproxDP with delta = 0), else None.
+
+    For such a profile every bound here uses Theorem 3.1 (``pure_dp_tail``: Bern(beta_i(eps)) dominance,
+    the posterior argument) at the profile's own eps, never the (eps', delta(eps')) points of its curve
+    below eps: the one-run theorem at eps' < eps goes below beta(eps, p) for p > 1/2, and an eps-DP
+    mechanism attains beta(eps, p) exactly when success is a set of values (release an m-subset S of k
+    values with Pr[S | x] proportional to e^eps if x in S, else 1, and guess S: e.g. eps = 1, p = 0.9
+    attains 0.96073 while the eps' scan gave 0.94621). Theorem 3.1 holds for every success metric.
+    """
+    if isinstance(profile, ApproxDP) and profile.delta_ == 0.0:
+        return float(profile.eps)
+    return None
+
+
+#: Why the one-run theorem for (eps, delta)/f-DP profiles is not used when success is set-valued.
+SET_VALUED_REASON = (
+    "the one-run theorem for (eps, delta)/f-DP profiles (Thm. eps_bound_approx_comp / f_comp) is not shown "
+    "for success sets with more than one value, and a real mu-GDP Gaussian mechanism beats it there "
+    "(mu = 1, top-40 of 100 values, p = 0.4: attack 0.673 vs bound 0.626)"
+)
+
+
+def _check_set_valued(profile: PrivacyProfile, set_valued: bool, function: str) -> None:
+    """Refuse the one-run theorem for set-valued success on a profile that is not eps-DP."""
+    if not isinstance(set_valued, (bool, np.bool_)):
+        raise ValueError(f"set_valued must be True or False, got {set_valued!r}.")
+    if set_valued and pure_epsilon_of(profile) is None:
+        raise ValueError(
+            f"{function} cannot bound set-valued success for {profile!r}: {SET_VALUED_REASON}; use "
+            "prior_work.kgk_bound per target (best_bound(..., set_valued=True) does), or an eps-DP profile."
+        )
+
+
 def _profile(profile, game: str = "reconstruction") -> PrivacyProfile:
     """The profile checked and made valid for ``game`` (an add/remove profile becomes replace-one
     in a reconstruction game: see ``profiles.for_game``)."""
@@ -351,16 +385,27 @@ class _OneRun:
         return out
 
 
-def tail_bound_at(profile, p, v, eps, *, game: str = "reconstruction") -> float:
-    """The one-run bound at a fixed eps: Pr[S* >= v] + alpha n delta(eps) (no minimisation)."""
+def tail_bound_at(profile, p, v, eps, *, game: str = "reconstruction", set_valued: bool = False) -> float:
+    """The one-run bound at a fixed eps: Pr[S* >= v] + alpha n delta(eps) (no minimisation).
+
+    For an eps-DP profile only eps >= the profile's eps is allowed (there delta(eps) = 0 and this is
+    Theorem 3.1); below it the one-run point is not a valid bound (see ``pure_epsilon_of``).
+    ``set_valued`` as in tail_bound.
+    """
     profile = _profile(profile, game)
+    _check_set_valued(profile, set_valued, "tail_bound_at")
     q = _priors(p)
     v = _validate.integer("v", v)
     e = float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))
+    pure = pure_epsilon_of(profile)
+    if pure is not None and e < pure:
+        raise ValueError(f"eps must be >= the profile's eps = {pure!r} for {profile!r} (Theorem 3.1 holds at the "
+                         f"profile's eps, the one-run point below it is not a valid bound), got {e!r}.")
     return float(_OneRun(profile, q).objective(e, v))
 
 
-def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7, game: str = "reconstruction"):
+def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7, game: str = "reconstruction",
+               set_valued: bool = False):
     """The one-run theorem (appendix generalisations of Steinke, Nasr, Jagielski's Thm 5.2).
 
     Pr[successes >= v] <= min_{eps >= 0} Pr[sum_i Bern(beta_i(eps)) >= v] + alpha(eps, v) n delta(eps)
@@ -379,8 +424,17 @@ def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7, g
     membership bit); in a reconstruction game an add/remove profile is replaced by the replace-one
     profile of the same mechanism (``profiles.for_game``), as the theorem compares datasets that
     differ by replacing target i's record.
+
+    An eps-DP profile (PureDP, ApproxDP with delta = 0) gets Theorem 3.1 at its own eps instead
+    (``pure_dp_tail``; returned eps = the profile's): valid for every success metric, whereas the scan
+    over its curve's eps' < eps is not (``pure_epsilon_of``).
+
+    ``set_valued``: True when a target's success set can hold more than one value (k > 1 guesses, a
+    distance window). The one-run theorem is then refused (ValueError) for a profile that is not eps-DP
+    (SET_VALUED_REASON); ``best_bound(..., set_valued=True)`` falls back to bounds valid for any metric.
     """
     profile = _profile(profile, game)
+    _check_set_valued(profile, set_valued, "tail_bound")
     q = _priors(p)
     v = _validate.integer("v", v)
     n = len(q)
@@ -388,6 +442,10 @@ def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7, g
         return (1.0, 0.0) if return_eps else 1.0
     if v > n:
         return (0.0, 0.0) if return_eps else 0.0
+    pure = pure_epsilon_of(profile)
+    if pure is not None:
+        value = pure_dp_tail(pure, q, v)
+        return (value, pure) if return_eps else value
     run = _OneRun(profile, q)
     f = lambda e: run.search_objective(e, v)
     scale = max(float(run.at(0.0)[0](np.array([v]))[0]), 1e-300)  # the objective is >= T_0(v)
@@ -532,15 +590,20 @@ def _count_search(
     return out
 
 
-def count_bound(profile, p, confidence=0.95, *, game: str = "reconstruction"):
+def count_bound(profile, p, confidence=0.95, *, game: str = "reconstruction", set_valued: bool = False):
     """The smallest c with tail_bound(profile, p, c + 1) <= 1 - confidence, for each confidence.
 
     "With probability >= confidence, the attack succeeds on at most c of the n targets." Every
     count returned is certified by an eps at which the one-run bound is <= 1 - confidence; the
     search over eps (see _count_search) visits every valley tail_bound does, so c agrees with the
-    definition. ``game`` as in tail_bound (an add/remove profile is made replace-one for reconstruction).
+    definition. ``game`` and ``set_valued`` as in tail_bound (an add/remove profile is made replace-one
+    for reconstruction; an eps-DP profile gets Theorem 3.1, ``pure_dp_count_bound``, at its own eps).
     """
     profile = _profile(profile, game)
+    _check_set_valued(profile, set_valued, "count_bound")
+    pure = pure_epsilon_of(profile)
+    if pure is not None:
+        return pure_dp_count_bound(pure, p, confidence)
     q = _priors(p)
     conf = _validate.confidence("confidence", confidence)
     confs = np.atleast_1d(conf)
@@ -594,7 +657,7 @@ def _expected_grid(profile: PrivacyProfile, n: int) -> np.ndarray:
     return np.unique(np.concatenate([[0.0], np.geomspace(max(top, 1e-9) / 1e4, max(top, 1e-9), 40)]))
 
 
-def expected_tail(profile, p_runs, v, *, eps=None, game: str = "reconstruction"):
+def expected_tail(profile, p_runs, v, *, eps=None, game: str = "reconstruction", set_valued: bool = False):
     """Theorem 3.2 (f-DP form of Cor. "approx_simple"), estimated from R runs of the mechanism.
 
     Pr[successes >= v] <= E_{X, a}[ Pr[sum_i Bern(beta_i(A(a), eps)) >= v] ] + n delta(eps).
@@ -603,9 +666,11 @@ def expected_tail(profile, p_runs, v, *, eps=None, game: str = "reconstruction")
     expectation is replaced by the mean over runs; returns ``(value, standard_error)`` with the
     Monte-Carlo standard error of that mean. eps is minimised over a grid unless given (the
     minimum of a noisy estimate is slightly optimistic; fix eps in advance for a strict test).
-    ``game`` as in tail_bound.
+    ``game`` and ``set_valued`` as in tail_bound. An eps-DP profile uses its own eps only (Theorem 3.1
+    averaged over the runs); an ``eps`` below it is refused (see ``pure_epsilon_of``).
     """
     profile = _profile(profile, game)
+    _check_set_valued(profile, set_valued, "expected_tail")
     runs = _runs(p_runs)
     n = runs.shape[1]
     v = _validate.integer("v", v)
@@ -613,8 +678,14 @@ def expected_tail(profile, p_runs, v, *, eps=None, game: str = "reconstruction")
         return 1.0, 0.0
     if v > n:
         return 0.0, 0.0
+    pure = pure_epsilon_of(profile)
     if eps is not None:
         grid = [float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))]
+        if pure is not None and grid[0] < pure:
+            raise ValueError(f"eps must be >= the profile's eps = {pure!r} for {profile!r} (Theorem 3.1 holds at "
+                             f"the profile's eps, the one-run point below it is not a valid bound), got {grid[0]!r}.")
+    elif pure is not None:
+        grid = [pure]
     else:
         grid = _expected_grid(profile, n)
     best = (math.inf, 0.0)
@@ -628,14 +699,19 @@ def expected_tail(profile, p_runs, v, *, eps=None, game: str = "reconstruction")
     return best
 
 
-def expected_count_bound(profile, p_runs, confidence=0.95, *, game: str = "reconstruction"):
-    """The smallest c with expected_tail(profile, p_runs, c + 1) <= 1 - confidence (estimate); ``game`` as in tail_bound."""
+def expected_count_bound(profile, p_runs, confidence=0.95, *, game: str = "reconstruction", set_valued: bool = False):
+    """The smallest c with expected_tail(profile, p_runs, c + 1) <= 1 - confidence (estimate).
+
+    ``game`` and ``set_valued`` as in tail_bound; an eps-DP profile uses its own eps only.
+    """
     profile = _profile(profile, game)
+    _check_set_valued(profile, set_valued, "expected_count_bound")
     runs = _runs(p_runs)
     conf = _validate.confidence("confidence", confidence)
     n = runs.shape[1]
     curve = np.ones(n + 2)
-    for e in _expected_grid(profile, n):
+    pure = pure_epsilon_of(profile)
+    for e in ([pure] if pure is not None else _expected_grid(profile, n)):
         tails_r, d = _expected_curve(profile, runs, float(e))
         curve = np.minimum(curve, np.minimum(1.0, tails_r.mean(axis=0) + n * d))
     curve[0] = 1.0
@@ -646,43 +722,64 @@ def expected_count_bound(profile, p_runs, confidence=0.95, *, game: str = "recon
 # --------------------------------------------------------------------------------------------
 # Single-target views
 # --------------------------------------------------------------------------------------------
-def success_bound(profile, p, *, game: str = "reconstruction") -> float:
+def success_bound(profile, p, *, game: str = "reconstruction", set_valued: bool = False) -> float:
     """n = 1 posterior bound: min_eps beta(eps, p) + (1 - beta(eps, p)) delta(eps).
 
     This is tail_bound with one target and v = 1 (then alpha = 1 - beta). For p = 1/2 and mu-GDP
-    it equals Phi(mu / 2), the optimal membership-inference accuracy. ``game`` as in tail_bound: an
-    add/remove DP-SGD profile bounds a reconstruction game through its replace-one accounting.
+    it equals Phi(mu / 2), the optimal membership-inference accuracy. An eps-DP profile gives
+    beta(eps, p) at its own eps (Theorem 3.1), attained by an eps-DP mechanism when success is a set.
+    ``game`` and ``set_valued`` as in tail_bound: an add/remove DP-SGD profile bounds a reconstruction
+    game through its replace-one accounting; set-valued success is refused unless the profile is eps-DP.
     """
     q = _validate.probability("p", p)
     if q.ndim != 0:
         raise ValueError(f"p must be a single prior success probability, got an array of shape {q.shape}.")
-    return tail_bound(profile, [float(q)], 1, game=game)
+    return tail_bound(profile, [float(q)], 1, game=game, set_valued=set_valued)
 
 
-def advantage_bound(profile, p, *, game: str = "reconstruction") -> float:
-    """Generalised advantage bound (posterior - prior) / (1 - prior) (Cherubin et al. 2017)."""
+def advantage_bound(profile, p, *, game: str = "reconstruction", set_valued: bool = False) -> float:
+    """Generalised advantage bound (posterior - prior) / (1 - prior) (Cherubin et al. 2017); arguments as in success_bound."""
     q = float(_validate.probability("p", p, open_high=True))
-    return max(0.0, (success_bound(profile, q, game=game) - q) / (1.0 - q))
+    return max(0.0, (success_bound(profile, q, game=game, set_valued=set_valued) - q) / (1.0 - q))
 
 
 def eps_protect(p, threshold: float = 0.05, delta: float = 1e-5) -> float:
     """The largest eps at which (eps, delta)-DP keeps the advantage bound <= threshold for prior p.
 
-    The advantage bound is non-decreasing in eps; found by bisection to 1e-9 relative. Returns
-    0.0 if even eps = 0 exceeds the threshold (delta alone is too large) and inf if no eps does.
+    eps_protect(p) = max{eps >= 0 : advantage_bound(ApproxDP(eps, delta), p) <= threshold} (paper,
+    Fig. eps_protect). The advantage bound is continuous and non-decreasing in eps and equals delta at
+    eps = 0, so:
+
+    * delta > threshold: no eps protects (the set is empty): ValueError.
+    * delta == threshold: 0.0, exactly (eps = 0 is the only protecting value).
+    * otherwise a bracket lo < hi with bound(lo) <= threshold < bound(hi) is found by doubling hi from 1
+      and bisected to 1e-9 relative; lo, which meets the threshold, is returned. inf if the bound stays
+      <= threshold up to eps = 1e4 (it tends to 1, so only a threshold close to 1 can get there).
+
+    For p >= 1/2 the single-target bound's minimum over eps' sits at eps' = 0, where it is
+    p + (1 - p) delta_{eps,delta}(0), delta_{eps,delta}(0) = delta + (1 - delta) tanh(eps / 2) (the
+    total variation of f_{eps,delta}). The advantage is then that total variation, whatever p, and
+    eps_protect(p) = 2 artanh((threshold - delta) / (1 - delta)) for every p >= 1/2 (0.10006 at the
+    defaults): a plateau of advantage_bound, not a floor of the search. That uses the one-run theorem,
+    so it is for a single exact guess; with delta = 0 the profile is eps-DP and Theorem 3.1's
+    beta(eps, p) is used instead (valid for set-valued success too), and there is no plateau:
+    the advantage is (beta(eps, p) - p) / (1 - p).
     """
     q = float(_validate.probability("p", p, open_low=True, open_high=True))
     thr = float(_validate.probability("threshold", threshold, open_low=True, open_high=True))
     d = _validate.delta("delta", delta)
-    adv = lambda e: advantage_bound(ApproxDP(e, d), q)
-    if adv(0.0) > thr:
+    if d > thr:
+        raise ValueError(f"threshold must be >= delta = {d!r}: the advantage bound of (eps, delta)-DP is at least "
+                         f"delta at every eps, so no eps keeps it <= {thr!r}; lower delta or raise the threshold.")
+    if d == thr:
         return 0.0
+    adv = lambda e: advantage_bound(ApproxDP(e, d), q)
     lo, hi = 0.0, 1.0
     while adv(hi) <= thr:
         lo, hi = hi, hi * 2
         if hi > 1e4:
             return math.inf
-    while hi - lo > 1e-9 * max(hi, 1e-9):
+    while hi - lo > 1e-9 * hi:
         mid = 0.5 * (lo + hi)
         if adv(mid) <= thr:
             lo = mid

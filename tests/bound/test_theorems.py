@@ -218,6 +218,11 @@ def test_tail_bound_at_equals_primal_lp(profile, p, data, eps):
     m = n * profile_delta(profile, eps)
     lp = lp_linprog(sf, n, v, m)
     exact = lp_vertices(sf, n, v, m)
+    if T.pure_epsilon_of(profile) is not None and eps < profile.eps:
+        # eps-DP: below its own eps the one-run point is no valid bound (Theorem 3.1 is used instead)
+        with pytest.raises(ValueError, match=r"^eps must be >= the profile's eps"):
+            T.tail_bound_at(profile, p, v, eps)
+        return
     got = T.tail_bound_at(profile, p, v, eps)
     assert abs(lp - exact) <= 1e-9  # the two LP solutions agree (sanity of the reference)
     assert got == pytest.approx(exact, abs=1e-9)  # the code computes the LP optimum itself
@@ -409,23 +414,45 @@ def test_success_bound_gdp_half_prior_is_phi_mu_half(mu):
 
 
 def test_success_bound_pure_dp():
-    """eps-DP, n = 1: success_bound = min_{eps' >= 0} beta(eps', p) + (1 - beta(eps', p)) delta(eps'),
-    with delta the profile of f_{eps,0} (positive below eps). Reference: that objective on a
-    200001-point eps' grid (piecewise smooth; 1e-8 relative). It is never above Theorem 3.1's
-    beta(eps, p) (eps' = eps is a candidate) and equals it for a near-uniform binary prior
-    (p = 1/2: tightness proposition); for a skewed prior (p = 0.9, eps = 0.1) it is strictly smaller."""
-    for eps, p, tight in [(1.0, 0.5, True), (3.0, 1e-3, True), (0.1, 0.9, False)]:
+    """eps-DP, n = 1: success_bound is Theorem 3.1's beta(eps, p) at the profile's own eps, for every p
+    (1e-12 relative). For p <= 1/2 that is also the minimum over eps' <= eps of the one-run objective
+    beta(eps', p) + (1 - beta(eps', p)) delta(eps') on a 200001-point grid (so nothing changed there);
+    for p > 1/2 that scan dips below beta(eps, p) (e.g. p = 0.9, eps = 0.1), which an eps-DP mechanism
+    attains for set-valued success (test_success_bound_is_at_least_what_an_eps_dp_mechanism_attains)."""
+    for eps, p, scan_equal in [(1.0, 0.5, True), (3.0, 1e-3, True), (0.5, 0.3, True), (0.1, 0.9, False)]:
         got = T.success_bound(PureDP(eps), p)
+        assert got == pytest.approx(beta_formula(eps, p), rel=1e-12)
+        assert T.success_bound(ApproxDP(eps, 0.0), p) == got
         e = np.linspace(0, eps, 200_001)
         b = np.exp(e) * p / (np.exp(e) * p + 1 - p)
         d = (math.exp(eps) - np.exp(e)) / (1 + math.exp(eps))
-        ref = float(np.min(b + (1 - b) * d))
-        assert got == pytest.approx(ref, rel=1e-8)
-        assert got <= beta_formula(eps, p) * (1 + 1e-9)
-        if tight:
-            assert got == pytest.approx(beta_formula(eps, p), rel=1e-9)
+        scan = float(np.min(b + (1 - b) * d))
+        if scan_equal:
+            assert got == pytest.approx(scan, rel=1e-8)
         else:
-            assert got < beta_formula(eps, p) - 1e-3
+            assert scan < got - 1e-3
+
+
+@pytest.mark.parametrize("eps", [0.05, 0.5, 1.0, 3.0])
+def test_pure_dp_bounds_use_the_profile_eps(eps):
+    """Every bound of an eps-DP profile is Theorem 3.1 at its own eps: tail_bound = pure_dp_tail,
+    count_bound = pure_dp_count_bound, expected_* at eps only; an eps below the profile's is refused."""
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0.0, 1.0, 30)
+    prof = PureDP(eps)
+    for v in (1, 10, 20, 30):
+        value, at = T.tail_bound(prof, p, v, return_eps=True)
+        assert value == T.pure_dp_tail(eps, p, v) and at == eps
+    assert T.count_bound(prof, p, [0.5, 0.95]).tolist() == T.pure_dp_count_bound(eps, p, [0.5, 0.95]).tolist()
+    runs = rng.uniform(0.0, 1.0, (5, 30))
+    assert T.expected_tail(prof, runs, 15)[0] == pytest.approx(np.mean([T.pure_dp_tail(eps, r, 15) for r in runs]), abs=1e-12)
+    mean_tail = [np.mean([T.pure_dp_tail(eps, r, v) for r in runs]) for v in range(32)]
+    assert T.expected_count_bound(prof, runs, 0.9) == next(c for c in range(31) if mean_tail[c + 1] <= 0.1 + 1e-15)
+    with pytest.raises(ValueError, match=r"^eps must be >= the profile's eps"):
+        T.expected_tail(prof, runs, 15, eps=eps / 2)
+    with pytest.raises(ValueError, match=r"^eps must be >= the profile's eps"):
+        T.tail_bound_at(prof, p, 15, eps / 2)
+    assert T.tail_bound_at(prof, p, 15, eps) == pytest.approx(T.pure_dp_tail(eps, p, 15), abs=1e-12)
 
 
 def test_eps_protect_paper_value():
@@ -435,6 +462,91 @@ def test_eps_protect_paper_value():
     assert e == pytest.approx(17.8, abs=0.05)
     assert T.advantage_bound(ApproxDP(e, 1e-5), 1e-9) <= 0.05
     assert T.advantage_bound(ApproxDP(e * (1 + 1e-6), 1e-5), 1e-9) > 0.05
+
+
+def _largest_protecting_on_grid(p: float, threshold: float, delta: float, grid: np.ndarray) -> tuple[float, float]:
+    """Brute force: (last, first) grid eps with advantage_bound <= threshold and the next one above it."""
+    ok = np.array([T.advantage_bound(ApproxDP(float(e), delta), p) <= threshold for e in grid])
+    i = int(np.flatnonzero(ok)[-1])
+    assert ok[: i + 1].all() and not ok[i + 1:].any()  # one crossing: the bound is monotone in eps
+    return float(grid[i]), float(grid[i + 1])
+
+
+@pytest.mark.parametrize("p", [1e-9, 1e-3, 0.3, 0.6, 0.9, 0.999])
+def test_eps_protect_inverts_the_advantage_bound(p):
+    """At eps_protect(p) the advantage bound meets the threshold (to the bisection's 1e-9) and 1e-4 more eps
+    breaks it."""
+    thr, delta = 0.05, 1e-5
+    e = T.eps_protect(p, thr, delta)
+    assert 0 < e < math.inf
+    assert T.advantage_bound(ApproxDP(e, delta), p) <= thr
+    assert T.advantage_bound(ApproxDP(e, delta), p) == pytest.approx(thr, rel=1e-6)
+    assert T.advantage_bound(ApproxDP(e * (1 + 1e-4), delta), p) > thr
+
+
+@pytest.mark.parametrize("p", [1e-9, 0.3, 0.9])
+def test_eps_protect_against_a_brute_force_eps_grid(p):
+    """A scan of advantage_bound over eps (30 log-spaced points in [1e-3, 50], then twice 16 linear points
+    inside the bracket found: a final spacing ~1e-3 of eps) brackets eps_protect(p)."""
+    thr, delta = 0.05, 1e-5
+    e = T.eps_protect(p, thr, delta)
+    lo, hi = _largest_protecting_on_grid(p, thr, delta, np.geomspace(1e-3, 50, 30))
+    for _ in range(2):
+        lo, hi = _largest_protecting_on_grid(p, thr, delta, np.linspace(lo, hi, 16))
+    assert lo <= e < hi and hi - lo < 2e-3 * e
+
+
+def test_eps_protect_above_one_half_is_the_total_variation_plateau():
+    """For p >= 1/2 the single-target bound is smallest at eps' = 0, where the advantage is the total variation
+    delta + (1 - delta) tanh(eps/2) of f_{eps,delta} whatever p: eps_protect = 2 artanh((thr - delta)/(1 - delta)).
+    Below 1/2 the bound's minimum sits elsewhere and eps_protect grows as p shrinks."""
+    thr, delta = 0.05, 1e-5
+    plateau = 2 * math.atanh((thr - delta) / (1 - delta))
+    for p in (0.5, 0.6, 0.9, 0.999):
+        assert T.eps_protect(p, thr, delta) == pytest.approx(plateau, rel=1e-8)
+    below = [T.eps_protect(p, thr, delta) for p in (0.45, 0.3, 0.1)]
+    assert plateau < below[0] < below[1] < below[2]
+
+
+def test_eps_protect_boundary_cases():
+    """threshold == delta: only eps = 0 keeps the bound (= delta at eps = 0) at the threshold, so exactly 0;
+    threshold < delta: no eps protects, refused in one sentence naming threshold and delta."""
+    assert T.advantage_bound(ApproxDP(0.0, 1e-3), 0.9) == pytest.approx(1e-3, rel=1e-12)
+    assert T.eps_protect(0.9, threshold=1e-3, delta=1e-3) == 0.0
+    assert T.eps_protect(0.01, threshold=1e-3, delta=1e-3) == 0.0
+    with pytest.raises(ValueError, match=r"^threshold must be >= delta = 0\.001: .* lower delta or raise the threshold\.$"):
+        T.eps_protect(0.3, threshold=1e-4, delta=1e-3)
+
+
+@pytest.mark.parametrize("eps,k,m", [(0.1, 10, 9), (1.0, 10, 6), (1.0, 10, 9), (3.0, 10, 6), (0.5, 8, 2), (2.0, 6, 3), (0.3, 12, 1)])
+def test_success_bound_is_at_least_what_an_eps_dp_mechanism_attains(eps, k, m):
+    """One target, secret X uniform on k values; success: X lies in the attacker's set of m values (an
+    'any of m guesses' or ring-distance metric), so the prior success is p = m/k. The mechanism releases a
+    set S of m values with Pr[S | x] proportional to e^eps if x in S, else 1: every likelihood ratio is at
+    most e^eps (eps-DP under replacing the target), and guessing S succeeds with probability
+    beta(eps, m/k) exactly (computed here by enumerating the sets). A valid bound cannot be below it."""
+    sets = list(itertools.combinations(range(k), m))
+    weight = np.array([[math.exp(eps) if x in s else 1.0 for s in sets] for x in range(k)])
+    release = weight / weight.sum(axis=1, keepdims=True)  # Pr[S | X = x]
+    ratios = release[:, None, :] / release[None, :, :]
+    assert ratios.max() <= math.exp(eps) * (1 + 1e-12)
+    attained = float(np.mean([sum(release[x, j] for j, s in enumerate(sets) if x in s) for x in range(k)]))
+    assert attained == pytest.approx(beta_formula(eps, m / k), rel=1e-12)
+    assert T.success_bound(PureDP(eps), m / k) >= attained - 1e-12
+
+
+@pytest.mark.parametrize("p", [0.01, 0.3, 0.5, 0.6, 0.9, 0.999])
+@pytest.mark.parametrize("eps", [0.01, 0.1, 1.0, 3.0, 8.0])
+def test_pure_dp_bounds_hold_for_the_set_mechanism_in_closed_form(eps, p):
+    """The set mechanism above attains beta(eps, p) for every p = m/k; in closed form, so any p: the
+    success, tail (n = 3 targets, v = 3: beta^3 for independent targets) and count bounds of PureDP(eps)
+    and ApproxDP(eps, 0) are never below it."""
+    attained = beta_formula(eps, p)
+    for prof in (PureDP(eps), ApproxDP(eps, 0.0)):
+        assert T.success_bound(prof, p) >= attained - 1e-12
+        assert T.success_bound(prof, p, set_valued=True) >= attained - 1e-12
+        assert T.tail_bound(prof, [p] * 3, 3) >= attained**3 - 1e-12
+        assert T.advantage_bound(prof, p) >= (attained - p) / (1 - p) - 1e-12
 
 
 @settings(max_examples=10, deadline=None)

@@ -7,6 +7,7 @@ import pytest
 
 from stages.attack.bayes_optimal import BayesOptimalAttack
 from stages.bound import prior_work
+from stages.bound.best import kgk_markov_count
 from stages.bound.comparator import COMPARATORS, ComparatorBound
 from stages.bound.expected import ExpectedBound
 from stages.bound.one_run import OneRunBound
@@ -83,7 +84,9 @@ def test_one_run_box_uses_the_a_priori_guess_with_k_guesses(metric):
     z_star = metric.best_guess(prior.probabilities, 2)
     p_star = metric.success_probability(prior.probabilities, z_star)
     result = OneRunBound().compute(profile, prior, metric, guesses, LEVELS)
-    assert result == {c: int(count_bound(profile, p_star, c)) for c in LEVELS}
+    # two guesses make success set-valued: under approximate DP the one-run theorem is not valid there
+    # (tests/bound/test_set_success.py), so the box falls back to KGK per target + Markov
+    assert result == {c: kgk_markov_count(profile, p_star, c) for c in LEVELS}
 
 
 def test_expected_box_uses_each_trials_guesses():
