@@ -135,7 +135,11 @@ def test_missing_task_counts_file_gets_one_line_and_no_folder(tmp_path):
 
 
 def test_ctrl_c_gets_one_line(tmp_path):
-    proc = _popen("prior.n_targets=200", "trials=1000000", cwd=tmp_path)
+    # A job started in the background (`nohup ... &`, some CI runners) inherits SIGINT ignored, and then
+    # Python never raises KeyboardInterrupt: give the child the default disposition, as a terminal does.
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline", "prior.n_targets=200", "trials=1000000"], cwd=tmp_path,
+                            env=cli_env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         for line in proc.stdout:  # the job logs "trials: starting 1000000 trials" as it starts playing
             if "trials: starting 1000000 trials" in line:
