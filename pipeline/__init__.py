@@ -21,6 +21,13 @@ def _unique() -> str:
     return secrets.token_hex(3)
 
 
+def _default_data_dir() -> str:
+    """conf/config.yaml's default data_dir: stages.prior.base.default_data_dir (the one definition)."""
+    from stages.prior.base import default_data_dir
+
+    return str(default_data_dir())
+
+
 # conf/config.yaml uses ${original_cwd:} so that paths resolve the same under `compose` (tests).
 if not OmegaConf.has_resolver("original_cwd"):
     OmegaConf.register_new_resolver("original_cwd", _original_cwd)
@@ -28,5 +35,8 @@ if not OmegaConf.has_resolver("original_cwd"):
 # (a sweep's jobs, in process or through submitit, all see the sweep's value).
 if not OmegaConf.has_resolver("unique"):
     OmegaConf.register_new_resolver("unique", _unique, use_cache=True)
+
+if not OmegaConf.has_resolver("default_data_dir"):
+    OmegaConf.register_new_resolver("default_data_dir", _default_data_dir)
 
 CONF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf")

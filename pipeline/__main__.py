@@ -8,10 +8,13 @@ prints its folder; a sweep prints its folder when it ends (pipeline.tracking.Swe
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
+import signal
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -22,11 +25,16 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 import pipeline  # noqa: F401  (registers the ${original_cwd:} and ${unique:} resolvers)
+from pipeline import hydra_guard
 from pipeline.game import ConfigError, check_output_dir, run_job
+
+# Hydra must not rewrite .hydra/ of a folder that holds another job's results (issue 14, item 4).
+hydra_guard.install()
 
 # Exit status for a config value that a box or the game refused (Hydra itself exits 1 on an unknown option).
 BAD_INPUT = 2
 INTERRUPTED = 130
+TERMINATED = 143  # 128 + SIGTERM, what a shell reports for a process killed by SIGTERM
 # Files are "made by this process" if modified after this moment (1 s of slack for coarse file systems).
 _STARTED = time.time() - 1.0
 # The job folder of the job running in this process (for the Ctrl-C message).
@@ -34,6 +42,30 @@ _CURRENT_JOB: dict[str, str] = {}
 # What Hydra writes into a job folder before the job runs: the only content a refused job's folder may hold
 # for it to be removed.
 _HYDRA_FILES = {"config.yaml", "hydra.yaml", "overrides.yaml"}
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (kill, a scheduler's cancel): handled like Ctrl-C (finished stages stay cached; a sweep's
+    SLURM jobs are cancelled), then exit 143."""
+
+
+def _on_sigterm(signum, frame) -> None:  # noqa: ARG001
+    raise Terminated()
+
+
+# A full disk, a quota, a read-only file system: the environment, not a bug; one sentence, exit 2.
+_DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
+
+
+def _disk_problem(exc: BaseException) -> str | None:
+    """One sentence for an OSError the disk caused (no space left, quota, read-only), else None."""
+    while exc is not None and not (isinstance(exc, OSError) and exc.errno in _DISK_ERRNOS):
+        exc = exc.__cause__ or exc.__context__
+    if exc is None:
+        return None
+    where = f" writing {exc.filename}" if getattr(exc, "filename", None) else ""
+    return (f"{exc.strerror or os.strerror(exc.errno)}{where}; free space there, or point outputs_dir (and "
+            f"cache_dir) at a disk with room, then run the same command again (finished stages are cached).")
 
 
 def _made_by_this_job(folder: Path, job_name: str) -> bool:
@@ -64,6 +96,12 @@ def remove_refused_job_folder(folder: str | os.PathLike, job_name: str, stop_at:
     shutil.rmtree(folder, ignore_errors=True)
     if folder.exists():
         return False
+    _remove_empty_parents(folder, stop_at)
+    return True
+
+
+def _remove_empty_parents(folder: Path, stop_at: str | os.PathLike | None) -> None:
+    """Remove the parents of a removed folder that it left empty, up to (not including) stop_at."""
     stop = Path(stop_at).resolve() if stop_at else None
     parent = folder.resolve().parent
     while stop is not None and parent != stop and stop in parent.parents:
@@ -72,7 +110,6 @@ def remove_refused_job_folder(folder: str | os.PathLike, job_name: str, stop_at:
         except OSError:
             break
         parent = parent.parent
-    return True
 
 
 def _submitit_log() -> str | None:
@@ -117,6 +154,19 @@ def app(cfg: DictConfig) -> None:
         error = ConfigError(message)
         error.job_log = log  # type: ignore[attr-defined]
         raise error from None
+    except OSError as exc:
+        problem = _disk_problem(exc)
+        if problem is None:
+            raise
+        # The job wrote at most a partial log and figure: nothing of it is a result, so its folder goes.
+        if not (Path(output_dir) / "metrics.json").exists():
+            shutil.rmtree(output_dir, ignore_errors=True)
+            _remove_empty_parents(Path(output_dir),
+                                  cfg.get("outputs_dir") if hydra_cfg.mode == RunMode.RUN else hydra_cfg.sweep.dir)
+        if hydra_cfg.mode == RunMode.RUN:
+            print(f"error: {problem}", file=sys.stderr)
+            sys.exit(BAD_INPUT)
+        raise ConfigError(problem) from None
     except Exception as exc:  # noqa: BLE001 - a crash: its traceback goes to the job's log, the sweep names the log
         log = _submitit_log() if hydra_cfg.mode == RunMode.MULTIRUN else None
         if log is not None:
@@ -143,6 +193,13 @@ def _outputs_dir_problem(argv: list[str]) -> str | None:
             return f"{key} {path} {where}; point {key} at a folder, e.g. {key}={Path(os.getcwd()) / 'outputs'}."
         if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
             return f"{key} {path} cannot be created: {existing} is not writable; point {key} at a folder you can write."
+        if existing is not None:
+            # Try it (e.g. /proc/x: root may "write" /proc, yet nothing can be created there); leave nothing.
+            try:
+                os.rmdir(tempfile.mkdtemp(prefix=".advbounds-probe-", dir=existing))
+            except OSError as exc:
+                return (f"{key} {path} cannot be created: {exc.strerror} in {existing}; point {key} at a folder "
+                        f"you can write.")
     return None
 
 
@@ -172,13 +229,16 @@ def main() -> None:
     # asked for Hydra's full tracebacks.
     full_error = os.environ.get("HYDRA_FULL_ERROR") == "1"
     os.environ["HYDRA_FULL_ERROR"] = "1"
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         app()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         folder = _CURRENT_JOB.get("dir")
         where = f"; {folder} holds its log but no metrics.json" if folder else ""
-        print(f"interrupted{where}; finished stages are cached, so the same command resumes.", file=sys.stderr)
-        sys.exit(INTERRUPTED)
+        what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+        print(f"{what}{where}; finished stages are cached, so the same command resumes.", file=sys.stderr)
+        sys.exit(TERMINATED if isinstance(exc, Terminated) else INTERRUPTED)
     except ConfigError as exc:  # a refused value in a -m sweep's job (run mode exits inside app)
         print(f"error: {exc}", file=sys.stderr)
         log = getattr(exc, "job_log", None)
@@ -207,6 +267,10 @@ def main() -> None:
             if exc.__cause__ is not None and type(exc.__cause__).__module__.startswith("omegaconf"):
                 print(str(exc.__cause__), file=sys.stderr)
             sys.exit(1)
+        problem = _disk_problem(exc)
+        if problem is not None:
+            print(f"error: {problem}", file=sys.stderr)
+            sys.exit(BAD_INPUT)
         if isinstance(exc, (NotADirectoryError, FileExistsError, PermissionError)):
             print(f"error: cannot create the job folder: {exc}; point outputs_dir at a folder you can write.",
                   file=sys.stderr)

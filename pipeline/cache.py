@@ -5,7 +5,12 @@ determines it (the idea of dora's hashed experiment folders). It is written into
 directory and renamed into place only when complete, so a reader never sees half an artifact and a
 job killed inside a stage leaves only a temporary directory, which the next job for that key deletes.
 A file lock per key makes parallel sweep jobs compute a shared stage once: the first computes, the
-others wait and then read.
+others wait and then read. The lock file goes when its holder is done (every job that takes a lock
+looks for the artifact first), and a stage's folder is swept of what killed jobs left (temporary
+directories and lock files nobody holds) when the stage is first used, so neither accumulates.
+
+Numbers are keyed by value, not by spelling: `epsilon=3` and `epsilon=3.0` give the same key
+(canonical_json writes an integral float as an integer), so an identical stage is never recomputed.
 
 A stage that reads data files must key on their contents, not only their names, or an edited file
 would silently reuse artifacts of the old one: `file_fingerprint(path)` gives the size and SHA-256 of
@@ -24,7 +29,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 import numpy as np
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from pipeline.io import plain
 
@@ -35,9 +40,22 @@ _TMP_PREFIX = ".tmp-"
 _CONFIG_FILE = "config.json"
 
 
+def _same_numbers(value):
+    """Integral floats as ints (3.0 -> 3), so equal numbers hash equally whatever their spelling."""
+    if isinstance(value, dict):
+        return {k: _same_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_same_numbers(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def canonical_json(config: Mapping) -> str:
-    """The canonical JSON of a config: sorted keys, no whitespace, so equal configs hash equally."""
-    return json.dumps(plain(config, strict=True), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    """The canonical JSON of a config: sorted keys, no whitespace, integral floats as integers, so equal
+    configs hash equally (epsilon=3 and epsilon=3.0 alike)."""
+    return json.dumps(_same_numbers(plain(config, strict=True)), sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=True)
 
 
 def config_key(config: Mapping) -> str:
@@ -103,6 +121,7 @@ class StageCache:
     lock_timeout_s: float = -1  # -1: wait as long as the job holding the lock needs
     computed: list[tuple[str, str]] = field(default_factory=list)
     reused: list[tuple[str, str]] = field(default_factory=list)
+    _swept: set = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root).expanduser().resolve()
@@ -115,6 +134,33 @@ class StageCache:
 
     def exists(self, stage: str, config: Mapping) -> bool:
         return self.path(stage, config).is_dir()
+
+    def sweep(self, stage: str) -> list[Path]:
+        """Remove what killed jobs left in a stage's folder: temporary directories of keys nobody is computing
+        and lock files nobody holds. A key is being computed exactly while its lock is held, so each key's
+        lock is tried without waiting; a held one is left alone. Returns what was removed."""
+        folder = self.root / stage
+        removed: list[Path] = []
+        if not folder.is_dir():
+            return removed
+        keys = {p.name[len(_TMP_PREFIX):len(_TMP_PREFIX) + 64] for p in folder.glob(f"{_TMP_PREFIX}*") if p.is_dir()}
+        keys |= {p.name[:-len(".lock")] for p in folder.glob("*.lock")}
+        for key in sorted(keys):
+            lock_path = folder / f"{key}.lock"
+            lock = FileLock(str(lock_path), timeout=0)
+            try:
+                lock.acquire()
+            except Timeout:
+                continue  # a live job computes this key
+            try:
+                for stale in folder.glob(f"{_TMP_PREFIX}{key}-*"):
+                    shutil.rmtree(stale, ignore_errors=True)
+                    removed.append(stale)
+                _unlink(lock_path)
+                removed.append(lock_path)
+            finally:
+                lock.release()
+        return removed
 
     def get_or_compute(self, stage: str, config: Mapping, compute: Callable[[Path], None]) -> Path:
         """Return the artifact directory of `stage` for `config`, computing it first if missing.
@@ -129,21 +175,46 @@ class StageCache:
             self.reused.append((stage, key))
             return final
         final.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(final.parent / f"{key}.lock"), timeout=self.lock_timeout_s):
-            if final.is_dir():  # another job computed it while we waited for the lock
-                self.reused.append((stage, key))
-                return final
-            # Temporary directories of this key left by killed jobs: nobody else can be writing
-            # them since we hold the key's lock.
-            for stale in final.parent.glob(f"{_TMP_PREFIX}{key}-*"):
-                shutil.rmtree(stale, ignore_errors=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{key}-", dir=final.parent))
+        if stage not in self._swept:  # once per stage and process: what killed jobs left behind
+            self._swept.add(stage)
+            self.sweep(stage)
+        lock_path = final.parent / f"{key}.lock"
+        with FileLock(str(lock_path), timeout=self.lock_timeout_s):
             try:
-                (tmp / _CONFIG_FILE).write_text(canonical_json(config) + "\n")
-                compute(tmp)
-                os.replace(tmp, final)  # atomic on one filesystem; final does not exist here
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
+                if final.is_dir():  # another job computed it while we waited for the lock
+                    self.reused.append((stage, key))
+                    return final
+                # Temporary directories of this key left by killed jobs: nobody else can be writing
+                # them since we hold the key's lock.
+                for stale in final.parent.glob(f"{_TMP_PREFIX}{key}-*"):
+                    shutil.rmtree(stale, ignore_errors=True)
+                tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{key}-", dir=final.parent))
+                try:
+                    (tmp / _CONFIG_FILE).write_text(canonical_json(config) + "\n")
+                    compute(tmp)
+                    try:
+                        os.replace(tmp, final)  # atomic on one filesystem; final does not exist here
+                    except OSError:
+                        if not final.is_dir():
+                            raise
+                        # Another job finished the same artifact first (possible only if it took the lock
+                        # through a lock file unlinked meanwhile): equal content, keep theirs.
+                        shutil.rmtree(tmp, ignore_errors=True)
+                        self.reused.append((stage, key))
+                        return final
+                except BaseException:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    raise
+            finally:
+                # Unlinked while still held: a job waiting on it opens the path afresh and finds the
+                # artifact (or computes it), so no empty lock file stays behind.
+                _unlink(lock_path)
         self.computed.append((stage, key))
         return final
+
+
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

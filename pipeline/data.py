@@ -3,8 +3,8 @@
     python -m pipeline.data fetch acs|fire|enron|rockyou|gpt2|all [...] [--data-dir DIR] [--url NAME=URL]
     python -m pipeline.data verify [NAME ...] [--data-dir DIR]
 
-`fetch` downloads each original into data_dir (default: $ADVBOUNDS_DATA, else ../shared/data from where
-you run, the same folder the experiments read), with a progress bar and resumable partial downloads
+`fetch` downloads each original into data_dir (default: $ADVBOUNDS_DATA, else ../shared/data next to the
+repository, the same folder the experiments read), with a progress bar and resumable partial downloads
 (`<file>.part`, continued with an HTTP Range request when the command is run again), then prepares it
 and checks the result:
 
@@ -52,7 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-DATA_ENV = "ADVBOUNDS_DATA"  # the same variable as stages.prior.base.DATA_ENV and conf/config.yaml
+from stages.prior.base import DATA_ENV  # the one definition of the default data folder is there
+
 CHUNK = 1 << 20
 TIMEOUT_S = 60.0
 USER_AGENT = "advbounds-data/0.1 (+https://github.com; research data fetcher)"
@@ -76,8 +77,9 @@ def _sha256(path: Path) -> str:
 def _progress(total: int | None, initial: int, desc: str):
     from tqdm import tqdm
 
+    # A bar only on a terminal: redirected to a file, tqdm's redraws would fill it with control characters.
     return tqdm(total=total, initial=initial, unit="B", unit_scale=True, unit_divisor=1024, desc=desc,
-                file=sys.stderr, mininterval=0.5, leave=True)
+                file=sys.stderr, mininterval=0.5, leave=True, disable=not sys.stderr.isatty())
 
 
 def download(url: str, dest: Path, *, name: str, sha256: str | None = None, progress: bool = True) -> Path:
@@ -596,8 +598,10 @@ def verify(data_dir: Path, names: list[str]) -> tuple[list[str], list[str]]:
 # CLI
 
 def default_data_dir() -> Path:
-    """The experiments' default (conf/config.yaml): $ADVBOUNDS_DATA, else ../shared/data from the cwd."""
-    return Path(os.environ.get(DATA_ENV) or Path.cwd().parent / "shared" / "data").expanduser().absolute()
+    """The experiments' default data folder (stages.prior.base.default_data_dir, also conf/config.yaml's)."""
+    from stages.prior.base import default_data_dir as default
+
+    return default().absolute()
 
 
 def _parse_urls(pairs: list[str]) -> dict[str, str]:
@@ -627,7 +631,7 @@ def main(argv: list[str] | None = None) -> int:
                           help=f"only these of {', '.join(SOURCES)} (default: every manifest in data_dir)")
     for p in (fetch_p, verify_p):
         p.add_argument("--data-dir", type=Path, default=None,
-                       help=f"where the data go (default: ${DATA_ENV}, else ../shared/data from here)")
+                       help=f"where the data go (default: ${DATA_ENV}, else ../shared/data next to the repository)")
     args = parser.parse_args(argv)
     data_dir = (args.data_dir.expanduser().absolute() if args.data_dir else default_data_dir())
     try:

@@ -44,12 +44,19 @@ __all__ = [
     "trials_stage_config",
     "run_game",
     "run_job",
+    "privacy_of",
+    "exceed_fractions",
+    "bound_label",
+    "privacy_label",
+    "theorem_name",
 ]
 
 log = logging.getLogger(__name__)
 
 BOX_GROUPS = ("prior", "mechanism", "attack", "metric", "bound")
-PRIVACY_DELTA = 1e-5
+# The delta at which a run's epsilon is reported when its mechanism has no delta of its own and is not
+# eps-DP (the Gaussian mechanism given by mu): the paper's delta. privacy["delta_source"] says which applied.
+FALLBACK_DELTA = 1e-5
 # Bump when the way trials are played changes, so old cached trials are not reused.
 # 2: the baseline z* has the attack's k; trials keep grouped prior successes; data files are hashed.
 TRIALS_STAGE_VERSION = 2
@@ -104,6 +111,9 @@ class Progress:
         if self.bar is not None:
             self.bar.update(1)
         now = time.monotonic()
+        if self.done == 1 and self.total > 1:  # the job's time estimate, measured on its first step
+            log.info("%s: the first %s took %.2g s; about %.3g s for all %d", self.what, self.unit, now - self.start,
+                     (now - self.start) * self.total, self.total)
         if self.done == self.total or now - self.last >= PROGRESS_INTERVAL_S:
             self.last = now
             log.info("%s: %d/%d %ss (%.0f%%) in %.1f s", self.what, self.done, self.total, self.unit,
@@ -125,6 +135,9 @@ def _box_error(group: str, cfg: DictConfig, exc: BaseException) -> ConfigError:
     # hydra.utils.instantiate wraps the constructor's exception; report the box's own sentence.
     while cause.__cause__ is not None and not isinstance(cause, _CONFIG_PROBLEMS):
         cause = cause.__cause__
+    if isinstance(cause, MemoryError):  # a size the box cannot hold (pipeline.preflight estimates most before)
+        return ConfigError(f"{group}: the box needs more memory than this machine has ({cause!r}); lower its "
+                           f"sizes (e.g. {group}.n_targets or {group}.domain_size).")
     if not isinstance(cause, _CONFIG_PROBLEMS):
         raise exc
     message = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
@@ -239,7 +252,10 @@ def play_trials(boxes: Boxes, seed: int, trials: int, *, per_target: bool = Fals
     z_star = None
     progress = Progress(trials, "trials")
     try:
-        for t, child in enumerate(np.random.SeedSequence(seed).spawn(trials)):
+        root = np.random.SeedSequence(seed)
+        # One child at a time: the same children as root.spawn(trials), without holding all of them at once.
+        for t in range(trials):
+            child = root.spawn(1)[0]
             data_seed, mechanism_seed = child.spawn(2)
             X = prior.sample(np.random.default_rng(data_seed), prior.n_targets)
             a = mechanism.release(X, np.random.default_rng(mechanism_seed))
@@ -283,14 +299,31 @@ def played_trials_of(played: Mapping[str, np.ndarray]) -> PlayedTrials:
                         counts=played["p_counts"], offsets=played["p_offsets"])
 
 
-def _privacy(mechanism) -> dict:
+def privacy_of(mechanism) -> dict:
+    """The run's privacy guarantee for metrics.json: the profile's parameters and its (epsilon, delta).
+
+    delta is the mechanism's own (mechanism.delta) when it has one; an eps-DP profile (randomized
+    response) reports its eps at delta = 0; otherwise (the Gaussian mechanism given by mu) epsilon is
+    reported at FALLBACK_DELTA, and `delta_source` says which of the three applied. A mechanism
+    without a profile (DP-SGD with clipping=none) is not private: {"private": False, "reason": ...},
+    no epsilon, no delta.
+    """
     profile = mechanism.profile
+    if profile is None:
+        reason = (mechanism.privacy() if callable(getattr(mechanism, "privacy", None)) else {}).get("reason") or \
+            f"mechanism {getattr(mechanism, 'name', type(mechanism).__name__)} has no privacy profile"
+        return {"private": False, "reason": reason, "epsilon": None, "delta": None}
     params = profile.params() if hasattr(profile, "params") else {"profile": type(profile).__name__}
-    return {
-        **plain(params),
-        "delta": PRIVACY_DELTA,
-        "epsilon": float(profile.epsilon(PRIVACY_DELTA)),
-    }
+    own_delta = getattr(mechanism, "delta", None)
+    if own_delta is not None:
+        delta, source = float(own_delta), "mechanism.delta"
+    elif getattr(profile, "delta_", None) == 0.0 and getattr(profile, "eps", None) is not None:
+        delta, source = 0.0, "pure eps-DP (delta = 0)"
+    else:
+        delta, source = FALLBACK_DELTA, (f"the mechanism has no delta (it is given by its profile, e.g. mu); epsilon "
+                                         f"is reported at delta = {FALLBACK_DELTA:g}")
+    epsilon = float(profile.eps) if source.startswith("pure") else float(profile.epsilon(delta))
+    return {"private": True, **plain(params), "delta": delta, "epsilon": epsilon, "delta_source": source}
 
 
 def _bound_counts(result: Any, confidences: np.ndarray) -> dict[str, Any]:
@@ -306,12 +339,26 @@ def _exceed_fraction(attack_successes: np.ndarray, counts: Any) -> float:
     return float(np.mean(attack_successes > counts)) if counts.size in (1, attack_successes.size) else float("nan")
 
 
+def exceed_fractions(attack_successes, bound: Mapping[str, Any] | None) -> dict[str, float] | None:
+    """{confidence: fraction of trials in which the attack exceeded the bound at it} (None without a bound).
+
+    At confidence c the attack may exceed the bound in up to 1 - c of the trials in expectation.
+    """
+    if bound is None:
+        return None
+    return {c: _exceed_fraction(np.asarray(attack_successes), counts) for c, counts in bound.items()}
+
+
 def compute_metrics(cfg: DictConfig, cache: StageCache | None = None) -> tuple[dict, dict[str, np.ndarray], Boxes]:
     """Validate, build the boxes, play (or reuse) the trials and compute the bound: the job's numbers."""
     seed, trials, confidences = check_run_settings(cfg)
     per_target = save_per_target(cfg)
+    from pipeline import preflight
+
+    preflight.estimate_job(cfg, trials, per_target)  # logs the job's size; refuses what cannot fit in memory
     boxes = build_boxes(cfg)
     check_boxes(boxes)
+    preflight.check_profile(cfg, boxes)  # a mechanism without a valid profile is refused before any trial
     if cache is not None and callable(getattr(boxes.prior, "use_cache", None)):
         boxes.prior.use_cache(cache.get_or_compute)  # an expensive prior (LM scores) is a stage of its own
 
@@ -331,24 +378,28 @@ def compute_metrics(cfg: DictConfig, cache: StageCache | None = None) -> tuple[d
             trials_stage = {"key": artifact.name, "reused": len(cache.computed) == computed_before}
             log.info("stage trials %s: %s", "reused" if trials_stage["reused"] else "computed", artifact)
         summary = played_trials_of(played)
-        bound_args = (boxes.mechanism.profile, boxes.prior, boxes.metric, summary, confidences)
-        bound = boxes.bound.compute(*bound_args)
-        # Bounds conditional on the release (pure_dp) also give one count per trial.
-        per_trial = boxes.bound.compute_per_trial(*bound_args) if hasattr(boxes.bound, "compute_per_trial") else None
-        # Which theorem the box used and why: set-valued success (k > 1, metric=within) without pure DP
-        # falls back from the one-run theorem to KGK + Markov (stages.bound.box.bound_theorem).
-        theorem = boxes.bound.theorem(*bound_args[:4]) if hasattr(boxes.bound, "theorem") else None
-        if theorem is not None:
-            log.info("bound theorem: %s (set-valued success: %s; %s)", theorem["theorem"], theorem["set_valued"],
-                     theorem["reason"])
-        privacy = _privacy(boxes.mechanism)
+        privacy = privacy_of(boxes.mechanism)
+        bound = per_trial = theorem = None
+        if privacy["private"]:
+            bound_args = (boxes.mechanism.profile, boxes.prior, boxes.metric, summary, confidences)
+            bound = boxes.bound.compute(*bound_args)
+            # Bounds conditional on the release (pure_dp) also give one count per trial.
+            per_trial = boxes.bound.compute_per_trial(*bound_args) if hasattr(boxes.bound, "compute_per_trial") else None
+            # Which theorem the box used and why (stages.bound.box.bound_theorem): every output that shows
+            # a bound number names it.
+            theorem = boxes.bound.theorem(*bound_args[:4]) if hasattr(boxes.bound, "theorem") else None
+            if theorem is not None:
+                log.info("bound theorem: %s (set-valued success: %s; %s)", theorem["theorem"], theorem["set_valued"],
+                         theorem["reason"])
+        else:
+            log.info("not private: %s; no epsilon, no bound", privacy["reason"])
     except (ValueError, FileNotFoundError) as exc:
         raise ConfigError(str(exc).strip().splitlines()[0]) from exc
 
-    bound_counts = _bound_counts(bound, confidences)
+    bound_counts = _bound_counts(bound, confidences) if bound is not None else None
+    per_trial_counts = _bound_counts(per_trial, confidences) if per_trial is not None else None
     attack_successes = played["attack_successes"]
     prior_successes = played["prior_successes"]
-    top = repr(float(np.max(confidences)))
     params = boxes.params()
     metrics = {
         "n_targets": int(boxes.prior.n_targets),
@@ -364,13 +415,14 @@ def compute_metrics(cfg: DictConfig, cache: StageCache | None = None) -> tuple[d
         "prior_success_mean": float(np.mean(prior_successes)),
         "attack_prior_success_mean": float(np.mean(summary.sums())),
         "confidences": confidences.tolist(),
+        # confidence -> count; None for a non-private run (no privacy profile, so no bound).
         "bound": bound_counts,
-        **({"bound_theorem": theorem} if theorem is not None else {}),
-        **({"bound_per_trial": _bound_counts(per_trial, confidences)} if per_trial is not None else {}),
-        # How often the attack exceeded the bound at the highest confidence (at most 1 - confidence in
+        # The theorem that produced the bound's numbers and why ({"theorem", "set_valued", "reason"}).
+        "bound_theorem": theorem,
+        **({"bound_per_trial": per_trial_counts} if per_trial_counts is not None else {}),
+        # confidence -> how often the attack exceeded the bound there (at most 1 - confidence in
         # expectation), against each trial's own bound where the bound is conditional on the release.
-        "bound_exceeded_fraction": _exceed_fraction(
-            attack_successes, (_bound_counts(per_trial, confidences) if per_trial is not None else bound_counts)[top]),
+        "exceed": exceed_fractions(attack_successes, per_trial_counts if per_trial_counts is not None else bound_counts),
         "privacy": privacy,
         # Every box's parameters as built (a fitted Zipf exponent, a comparator's name, ...).
         "params": params,
@@ -386,11 +438,35 @@ def baseline_label(metrics: Mapping) -> str:
     return f"prior baseline (z*, k={baseline.get('k', 1)}, {baseline.get('metric', metrics['boxes']['metric'])})"
 
 
+def theorem_name(metrics: Mapping) -> str:
+    """The name of the theorem that produced the bound's numbers ('' when there is no bound or no name)."""
+    theorem = metrics.get("bound_theorem")
+    if isinstance(theorem, Mapping):
+        return str(theorem.get("theorem") or "")
+    return str(theorem or "")
+
+
 def bound_label(metrics: Mapping) -> str:
-    """The bound box's name, with the comparator's name for bound=comparator."""
+    """The bound box's name (the comparator's name for bound=comparator) and the theorem behind its numbers.
+
+    E.g. 'one_run: kgk_markov' when set-valued success made the one_run box fall back; 'none (not
+    private)' for a run without a privacy profile.
+    """
+    if not (metrics.get("privacy") or {}).get("private", True):
+        return "none (not private)"
     name = metrics["boxes"]["bound"]
     comparator = (metrics.get("params", {}).get("bound") or {}).get("comparator")
-    return f"{name} ({comparator})" if comparator else name
+    name = f"{name} ({comparator})" if comparator else name
+    theorem = theorem_name(metrics)
+    return f"{name}: {theorem}" if theorem else name
+
+
+def privacy_label(metrics: Mapping) -> str:
+    """'eps=1 at delta=1e-05' (the mechanism's own delta), or 'NOT PRIVATE (...)' without a privacy profile."""
+    privacy = metrics.get("privacy") or {}
+    if not privacy.get("private", True):
+        return f"NOT PRIVATE ({privacy.get('reason', 'no privacy profile')})"
+    return f"eps={privacy['epsilon']:.3g} at delta={privacy['delta']:g}"
 
 
 def plot_successes(metrics: dict, path: str | os.PathLike) -> None:
@@ -404,20 +480,26 @@ def plot_successes(metrics: dict, path: str | os.PathLike) -> None:
     baseline = np.asarray(metrics["prior_successes"])
     fig, ax = plt.subplots(figsize=(6, 3.6))
     top = int(max(attack.max(initial=0), baseline.max(initial=0)))
-    bins = np.arange(-0.5, top + 1.5, max(1, (top + 1) // 40))
+    step = max(1, (top + 1) // 40)
+    bins = np.arange(-0.5, top + step + 0.5, step)  # the last bin holds `top` (the attack's best trial)
     ax.hist(baseline, bins=bins, alpha=0.6, label=baseline_label(metrics))
     ax.hist(attack, bins=bins, alpha=0.6, label=f"attack ({metrics['boxes']['attack']})")
-    for (confidence, count), style in zip(metrics["bound"].items(), ("dotted", "dashed", "solid", "dashdot")):
+    for (confidence, count), style in zip((metrics["bound"] or {}).items(), ("dotted", "dashed", "solid", "dashdot")):
         counts = np.atleast_1d(np.asarray(count, dtype=float))
         ax.axvline(float(np.mean(counts)), color="k", linestyle=style,
                    label=f"bound {bound_label(metrics)} @ {float(confidence):g}" + (" (mean)" if counts.size > 1 else ""))
+    if metrics.get("bound") is None:
+        ax.text(0.5, 0.97, "not private: no privacy guarantee, no bound", transform=ax.transAxes, ha="center",
+                va="top", fontsize=8, color="firebrick")
     ax.set_xlabel(f"targets attacked (of {metrics['n_targets']})")
     ax.set_ylabel("trials")
-    ax.set_title(f"{metrics['boxes']['prior']} prior, {metrics['boxes']['mechanism']}, "
-                 f"eps={metrics['privacy']['epsilon']:.3g} at delta={metrics['privacy']['delta']:g}, "
-                 f"{metrics['trials']} trials, metric {metrics['boxes']['metric']}, k={metrics.get('k', 1)}", fontsize=8)
+    import textwrap
+
+    title = (f"{metrics['boxes']['prior']} prior, {metrics['boxes']['mechanism']}, {privacy_label(metrics)}, "
+             f"{metrics['trials']} trials, metric {metrics['boxes']['metric']}, k={metrics.get('k', 1)}")
+    ax.set_title("\n".join(textwrap.wrap(title, 90)), fontsize=8)
     ax.legend(fontsize=7)
-    fig.tight_layout(rect=(0, add_bound_reading(fig), 1, 1))
+    fig.tight_layout(rect=(0, add_bound_reading(fig) if metrics.get("bound") is not None else 0, 1, 1))
     save_figure_atomic(fig, path)
 
 
@@ -474,9 +556,10 @@ def run_game(cfg: DictConfig, output_dir: str | os.PathLike, cache: StageCache |
     if logger is not None:
         logger.log_metrics(metrics)
         logger.log_figures({"successes": figure})
-    log.info("attack %.2f, %s %.2f, bound %s %s (of %d targets, %d trials)",
+    bound_text = f"bound {bound_label(metrics)} {metrics['bound']}" if metrics["bound"] is not None else "no bound"
+    log.info("attack %.2f, %s %.2f, %s (of %d targets, %d trials, %s)",
              metrics["attack_success_mean"], baseline_label(metrics), metrics["prior_success_mean"],
-             bound_label(metrics), metrics["bound"], metrics["n_targets"], metrics["trials"])
+             bound_text, metrics["n_targets"], metrics["trials"], privacy_label(metrics))
     return metrics
 
 
@@ -500,10 +583,19 @@ def run_job(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping[
 
     choices = dict(choices or {})
     tags = [f"{group}:{choices[group]}" for group in BOX_GROUPS if choices.get(group)]
+    from pipeline.preflight import check_config
+
+    check_config(cfg)  # boxes that cannot play together, a config that does not resolve: before anything is built
     logger = build_logger(cfg)
     if cache is None:
         cache = StageCache(cfg.cache_dir)
     check_output_dir(output_dir)
-    with tracked(logger, config=OmegaConf.to_container(cfg, resolve=True), name=run_name, group=str(cfg.name),
+    from pipeline.tracking import run_config
+
+    # The W&B config holds the boxes that ran and the game's settings; data_dir once files were read.
+    with tracked(logger, config=run_config(cfg, BOX_GROUPS, reads_data=False), name=run_name, group=str(cfg.name),
                  tags=tags, directory=output_dir):
-        return run_game(cfg, output_dir, cache=cache, logger=logger)
+        metrics = run_game(cfg, output_dir, cache=cache, logger=logger)
+        if metrics.get("data_files") and "data_dir" in cfg and hasattr(logger, "update_config"):
+            logger.update_config({"data_dir": str(cfg.data_dir)})
+        return metrics

@@ -10,7 +10,32 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["plain", "write_json_atomic", "save_figure_atomic"]
+__all__ = ["plain", "write_json_atomic", "save_figure_atomic", "bound_column", "exceed_column", "confidence_of_column"]
+
+
+# One naming scheme for every CSV (report.csv and every experiment's table; README, Outputs):
+# bound_<c> is the bound at confidence c (with probability >= c at most this many targets are attacked),
+# exceed_<c> the fraction of trials in which the attack exceeded that bound; c as Python's :g writes it
+# (bound_0.05, bound_0.5, bound_0.95).
+def bound_column(confidence: float) -> str:
+    """'bound_0.95': the CSV column of the bound at a confidence."""
+    return f"bound_{float(confidence):g}"
+
+
+def exceed_column(confidence: float) -> str:
+    """'exceed_0.95': the CSV column of the fraction of trials in which the attack exceeded bound_<c>."""
+    return f"exceed_{float(confidence):g}"
+
+
+def confidence_of_column(column: str) -> float | None:
+    """0.95 for 'bound_0.95' or 'exceed_0.95'; None for any other column (bound_theorem, ...)."""
+    for prefix in ("bound_", "exceed_"):
+        if column.startswith(prefix):
+            try:
+                return float(column[len(prefix):])
+            except ValueError:
+                return None
+    return None
 
 
 def plain(value: Any, *, strict: bool = False) -> Any:

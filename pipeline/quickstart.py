@@ -19,6 +19,7 @@ from omegaconf import OmegaConf
 import pipeline
 from pipeline.cache import StageCache
 from pipeline.game import ConfigError, run_game
+from pipeline.io import confidence_of_column
 from pipeline.report import collect, format_table, plot, write_csv
 
 PRIORS = ("uniform", "zipf")
@@ -78,8 +79,8 @@ def main() -> int:
     for row in rows:
         row["attack"] = row.pop("attack_success_mean")
         row["prior baseline"] = row.pop("prior_success_mean")
-    bounds = [k for k in rows[0] if k.startswith("bound_") and k != "bound_exceeded_fraction"]
-    print(format_table(rows, ["prior", "epsilon", "attack", "prior baseline", *bounds]))
+    bounds = [k for k in rows[0] if k.startswith("bound_") and confidence_of_column(k) is not None]
+    print(format_table(rows, ["prior", "epsilon", "attack", "prior baseline", *bounds, "bound_theorem"]))
     print(f"\n{len(rows)} games in {time.perf_counter() - start:.1f}s; job folders, report.csv and figures/report.png in {root}")
     print("Next: `python -m pipeline --help`, or one game: `python -m pipeline prior=zipf mechanism.epsilon=2`.")
     return 0

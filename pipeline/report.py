@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline.io import save_figure_atomic
+from pipeline.io import bound_column, confidence_of_column, exceed_column, save_figure_atomic
 
 __all__ = ["collect", "write_csv", "plot", "report_figure", "main", "missing_jobs", "MISSING_JOBS"]
 
@@ -42,6 +42,9 @@ def _job_row(metrics_path: Path, root: Path) -> dict[str, Any]:
     config = _read_yaml(job / ".hydra" / "config.yaml") or {}
     mechanism_epsilon = (config.get("mechanism") or {}).get("epsilon")
     privacy = metrics.get("privacy", {})
+    private = bool(privacy.get("private", True))
+    theorem = metrics.get("bound_theorem")
+    theorem = (theorem.get("theorem") if isinstance(theorem, dict) else theorem) or ""
     row: dict[str, Any] = {"job": str(job.relative_to(root)) if job != root else "."}
     for override in overrides:
         key, _, value = str(override).partition("=")
@@ -52,10 +55,15 @@ def _job_row(metrics_path: Path, root: Path) -> dict[str, Any]:
         "attack": metrics["boxes"]["attack"],
         "metric": metrics["boxes"]["metric"],
         "bound": metrics["boxes"]["bound"],
-        # The swept epsilon if the mechanism has one, else the profile's epsilon at delta = 1e-5.
-        "epsilon": float(mechanism_epsilon) if mechanism_epsilon is not None else privacy.get("epsilon"),
-        "epsilon_at_delta": privacy.get("epsilon"),
-        "delta": privacy.get("delta"),
+        # False for a run without a privacy profile (DP-SGD with clipping=none): no epsilon, no bound.
+        "private": private,
+        # The mechanism's epsilon (mechanism.epsilon) if it has one, else the profile's epsilon at delta;
+        # epsilon_at_delta is always the profile's epsilon at the `delta` column (the mechanism's own delta,
+        # 0 for eps-DP; metrics.json privacy.delta_source says which), which equals epsilon up to the noise
+        # calibration's tolerance when the noise was calibrated to (epsilon, delta).
+        "epsilon": (float(mechanism_epsilon) if mechanism_epsilon is not None else privacy.get("epsilon")) if private else None,
+        "epsilon_at_delta": privacy.get("epsilon") if private else None,
+        "delta": privacy.get("delta") if private else None,
         "n_targets": metrics["n_targets"],
         "trials": metrics["trials"],
         # Guesses per target of the attack and of the prior baseline z* (the same k, the same metric).
@@ -64,9 +72,16 @@ def _job_row(metrics_path: Path, root: Path) -> dict[str, Any]:
         "attack_success_mean": metrics["attack_success_mean"],
         "prior_success_mean": metrics["prior_success_mean"],
     })
-    for confidence, count in metrics["bound"].items():
-        row[f"bound_{float(confidence):g}"] = count if not isinstance(count, list) else max(count)
-    row["bound_exceeded_fraction"] = metrics.get("bound_exceeded_fraction")
+    # The theorem that produced the bound columns' numbers (e.g. the KGK + Markov fallback for k > 1).
+    row["bound_theorem"] = theorem if private else "none (not private)"
+    confidences = metrics.get("confidences") or [float(c) for c in (metrics.get("bound") or {})]
+    bound = metrics.get("bound") or {}
+    exceed = metrics.get("exceed") or {}
+    for confidence in confidences:
+        count = bound.get(repr(float(confidence)))
+        row[bound_column(confidence)] = (count if not isinstance(count, list) else max(count)) if private else None
+    for confidence in confidences:
+        row[exceed_column(confidence)] = exceed.get(repr(float(confidence))) if private else None
     return row
 
 
@@ -162,12 +177,40 @@ def plot(rows: list[dict[str, Any]], path: str | os.PathLike, *, note: str = "")
     return save_figure_atomic(report_figure(rows, note=note), path)
 
 
+#: Panels per row of a report figure; more panels wrap into further rows.
+MAX_COLUMNS = 4
+#: Size of one panel in inches (the figure grows with the number of panels, never the panels shrink).
+PANEL_SIZE = (4.2, 3.3)
+
+
+def _is_bound_column(column: str) -> bool:
+    return column.startswith("bound_") and confidence_of_column(column) is not None
+
+
+def grid_shape(panels: int, max_columns: int = MAX_COLUMNS) -> tuple[int, int]:
+    """(rows, columns) of a grid for `panels` panels: at most max_columns a row."""
+    panels = max(1, int(panels))
+    columns = min(panels, max_columns)
+    return math.ceil(panels / columns), columns
+
+
+def _wrap(text: str, width: int) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)) or text
+
+
 def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
     """Successes vs epsilon: attack, prior baseline and the bound at each confidence, a panel per series.
 
-    Every line has markers, so a panel with one epsilon still shows its points; each panel's y label
-    uses that panel's number of targets; the figure states delta, trials, metric, k and the comparator,
-    and how to read a bound line. `note` (e.g. which jobs are missing) goes under the figure.
+    The panels (one per combination of the swept options other than epsilon) wrap into a grid of at
+    most MAX_COLUMNS a row, each PANEL_SIZE inches; one legend for all panels sits under the grid, so
+    no legend covers a point. Every line has markers, so a panel with one epsilon still shows its points;
+    each panel's y label uses that panel's number of targets; the legend names the theorem behind the
+    bound lines (each panel's title does when the panels differ, e.g. k = 1 and k = 3); a job without a
+    privacy profile (not private) has no epsilon and no bound: its attack is drawn as a horizontal line
+    marked "not private". The figure states delta, trials, metric, k and the comparator, and how to read
+    a bound line. `note` (e.g. which jobs are missing) goes under the figure.
     """
     import matplotlib
 
@@ -175,42 +218,85 @@ def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    from pipeline.game import add_bound_reading
+    from pipeline.game import BOUND_READING
 
     # k and comparator follow from the overrides (attack.k, bound.name), which name the panels.
     measured = {"job", "epsilon", "epsilon_at_delta", "delta", "n_targets", "trials", "attack_success_mean",
-                "prior_success_mean", "bound_exceeded_fraction", "k", "comparator"}
-    override_keys = {k for row in rows for k in row if k not in measured and not k.startswith("bound_")}
+                "prior_success_mean", "k", "comparator", "private", "bound_theorem"}
+    override_keys = {k for row in rows for k in row
+                     if k not in measured and confidence_of_column(k) is None}
     varying = sorted(k for k in override_keys
                      if k not in _EPSILON_KEYS and len({str(r.get(k)) for r in rows}) > 1)
     series: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         series.setdefault(_series_key(row, varying), []).append(row)
-    bound_columns = sorted({k for r in rows for k in r if k.startswith("bound_") and k != "bound_exceeded_fraction"},
-                           key=lambda k: float(k.split("_", 1)[1]))
+    bound_columns = sorted({k for r in rows for k in r if _is_bound_column(k)}, key=confidence_of_column)
+    theorems = sorted({str(r.get("bound_theorem")) for r in rows if r.get("private", True) and r.get("bound_theorem")})
+    one_theorem = theorems[0] if len(theorems) == 1 else None
     same_n = len({r["n_targets"] for r in rows}) == 1
-    fig, axes = plt.subplots(1, len(series), figsize=(4.6 * len(series), 4.4), squeeze=False, sharey=same_n)
-    for ax, (label, members) in zip(axes[0], series.items()):
-        members = sorted(members, key=lambda r: r["epsilon"])
-        eps = [r["epsilon"] for r in members]
-        k = _shared(members, "k")
-        ax.plot(eps, [r["attack_success_mean"] for r in members], "o-", label="attack (mean)")
-        ax.plot(eps, [r["prior_success_mean"] for r in members], "s-", label=f"prior baseline z* (k={k}, mean)")
-        for column, style, marker in zip(bound_columns, (":", "--", "-.", (0, (1, 3))), ("v", "^", "D", "P")):
-            ax.plot(eps, [r.get(column, float("nan")) for r in members], linestyle=style, marker=marker, color="k",
-                    markersize=5, label=f"bound @ {column.split('_', 1)[1]}")
-        ax.set_xscale("log" if min(eps) > 0 and max(eps) / max(min(eps), 1e-12) > 8 else "linear")
-        ax.set_xticks(eps, [f"{e:g}" for e in eps], minor=False)
-        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-        ax.set_xlabel("epsilon")
-        ax.set_ylabel(f"targets attacked (of {_shared(members, 'n_targets')})")
-        ax.set_title(label, fontsize=8)
-        ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=7)
+    same_k = len({str(r.get("k")) for r in rows}) == 1
+    n_rows, n_cols = grid_shape(len(series))
+    width, height = PANEL_SIZE
+    chars = max(60, int(width * n_cols * 15))
     settings = (f"delta = {_shared(rows, 'delta')}, trials = {_shared(rows, 'trials')}, metric = {_shared(rows, 'metric')}, "
-                f"k = {_shared(rows, 'k')}, bound = {_shared(rows, 'bound')}, comparator = {_shared(rows, 'comparator')}")
-    fig.suptitle(settings, fontsize=8)
-    fig.tight_layout(rect=(0, add_bound_reading(fig, note), 1, 0.95))
+                f"k = {_shared(rows, 'k')}, bound = {_shared(rows, 'bound')}, comparator = {_shared(rows, 'comparator')}"
+                + (f", bound theorem = {one_theorem}" if one_theorem else ""))
+    header = _wrap(settings, chars)
+    footer = _wrap(BOUND_READING, chars) + (f"\n{_wrap(note, chars)}" if note else "")
+    header_in = 0.2 + 0.15 * (header.count("\n") + 1)
+    legend_cols = 3 if width * n_cols >= 12 else 2
+    legend_title = _wrap(f"bound lines: {one_theorem}" if one_theorem else
+                         "bound lines: the theorem of each panel is in its title", int(width * n_cols * 14))
+    legend_in = 0.3 + 0.17 * (math.ceil((3 + len(bound_columns)) / legend_cols) + legend_title.count("\n") + 1)
+    footer_in = 0.15 + 0.13 * (footer.count("\n") + 1)
+    fig_h = n_rows * height + header_in + legend_in + footer_in
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(width * n_cols, fig_h), squeeze=False, sharey=same_n)
+    flat = list(axes.ravel())
+    handles: dict[str, Any] = {}
+    for ax, (label, members) in zip(flat, series.items()):
+        private = sorted((r for r in members if r.get("private", True) and r.get("epsilon") is not None),
+                         key=lambda r: r["epsilon"])
+        public = [r for r in members if r not in private]
+        k = _shared(members, "k")
+        if private:
+            eps = [r["epsilon"] for r in private]
+            lines = [ax.plot(eps, [r["attack_success_mean"] for r in private], "o-", label="attack (mean)")[0],
+                     ax.plot(eps, [r["prior_success_mean"] for r in private], "s-",
+                             label=(f"prior baseline z* (k={k}, mean)" if same_k else
+                                    "prior baseline z* (the panel's k, mean)"))[0]]
+            for column, style, marker in zip(bound_columns, (":", "--", "-.", (0, (1, 3))), ("v", "^", "D", "P")):
+                c = f"{confidence_of_column(column):g}"
+                lines.append(ax.plot(eps, [r.get(column, float("nan")) for r in private], linestyle=style, marker=marker,
+                                     color="k", markersize=5,
+                                     label=f"bound @ {c}")[0])
+            for line in lines:
+                handles.setdefault(line.get_label(), line)
+            ax.set_xscale("log" if min(eps) > 0 and max(eps) / max(min(eps), 1e-12) > 8 else "linear")
+            ax.set_xticks(eps, [f"{e:g}" for e in eps], minor=False)
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        for r in public:
+            line = ax.axhline(r["attack_success_mean"], color="firebrick", linestyle="--",
+                              label="attack (mean), not private: no epsilon, no bound")
+            handles.setdefault(line.get_label(), line)
+            ax.annotate("not private: no bound", (0.02, r["attack_success_mean"]), xycoords=("axes fraction", "data"),
+                        fontsize=7, color="firebrick", va="bottom")
+        if not private:
+            ax.set_xticks([])
+        ax.set_xlabel("epsilon" if private else "(not private: no epsilon)")
+        ax.set_ylabel(f"targets attacked (of {_shared(members, 'n_targets')})")
+        title = label
+        panel_theorems = sorted({str(r.get("bound_theorem")) for r in private if r.get("bound_theorem")})
+        if not one_theorem and panel_theorems:
+            title += "; bound: " + "/".join(panel_theorems)
+        ax.set_title(_wrap(title, int(width * 13)), fontsize=7.5)
+        ax.grid(alpha=0.3)
+    for ax in flat[len(series):]:
+        ax.set_visible(False)
+    fig.text(0.5, 1 - 0.1 / fig_h, header, fontsize=8, ha="center", va="top")
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=legend_cols, fontsize=7,
+               frameon=False, bbox_to_anchor=(0.5, footer_in / fig_h), title=legend_title, title_fontsize=7)
+    fig.text(0.01, 0.01, footer, fontsize=6.5, color="0.3", va="bottom")
+    fig.tight_layout(rect=(0, (footer_in + legend_in) / fig_h, 1, 1 - header_in / fig_h))
     return fig
 
 
@@ -270,9 +356,9 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     table = write_csv(rows, out / "report.csv")
     figure = plot(rows, out / "figures" / "report.png", note=note[:300])
-    bounds = [k for k in rows[0] if k.startswith("bound_") and k != "bound_exceeded_fraction"]
-    print(format_table(rows, ["job", "prior", "mechanism", "epsilon", "k", "bound", "attack_success_mean",
-                              "prior_success_mean", *bounds]))
+    bounds = [k for k in rows[0] if _is_bound_column(k)]
+    print(format_table(rows, ["job", "prior", "mechanism", "epsilon", "k", "bound", "bound_theorem",
+                              "attack_success_mean", "prior_success_mean", *bounds]))
     print(f"\nwrote {table} and {figure}")
     return 0
 

@@ -14,7 +14,48 @@ import struct
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-__all__ = ["NoLogger", "WandbLogger", "SweepFolder", "tracked", "flatten", "read_offline_run"]
+__all__ = ["NoLogger", "WandbLogger", "SweepFolder", "tracked", "flatten", "read_offline_run", "run_config",
+           "RUN_SETTINGS"]
+
+#: Top-level keys of the composed config that every run logs (the game's own settings).
+RUN_SETTINGS = ("name", "seed", "trials", "confidences", "save_per_target")
+
+
+def _mentions(value: Any, key: str) -> bool:
+    """Whether a (resolved) config holds `key` anywhere in it."""
+    if isinstance(value, Mapping):
+        return key in value or any(_mentions(v, key) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_mentions(v, key) for v in value)
+    return False
+
+
+def run_config(cfg, groups, *, reads_data: bool | None = None) -> dict[str, Any]:
+    """The part of the composed config a run used, for its W&B config (dashboard filters must not see
+    keys the run never used, e.g. `model: smollm2` or `data_dir` on a synthetic game).
+
+    groups: the config groups whose boxes ran (the game: prior, mechanism, attack, metric, bound; an
+    experiment: what its task uses). Logged: those groups, the run settings (RUN_SETTINGS), `task` if
+    the job is an experiment, `model` if a logged group names one (prior=pii, mechanism=dpsgd) or
+    "model" is in groups, and `data_dir` if reads_data (None: if a logged group or the task has a
+    data_dir key).
+    """
+    from omegaconf import OmegaConf
+
+    resolved = OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else dict(cfg)
+    out: dict[str, Any] = {key: resolved[key] for key in RUN_SETTINGS if key in resolved}
+    used = {group: resolved[group] for group in groups if group in resolved and group != "model"}
+    out.update(used)
+    if resolved.get("task") is not None:
+        out["task"] = resolved["task"]
+        used["task"] = resolved["task"]
+    if "model" in resolved and ("model" in groups or _mentions(used, "model")):
+        out["model"] = resolved["model"]
+    if reads_data is None:
+        reads_data = _mentions(used, "data_dir")
+    if reads_data and "data_dir" in resolved:
+        out["data_dir"] = resolved["data_dir"]
+    return out
 
 
 def flatten(metrics: Mapping, prefix: str = "") -> dict[str, Any]:
@@ -35,6 +76,9 @@ class NoLogger:
     name = "none"
 
     def start(self, *, config: Mapping, name: str, group: str, tags: list[str], directory: str | os.PathLike) -> None:
+        pass
+
+    def update_config(self, config: Mapping) -> None:
         pass
 
     def log_metrics(self, metrics: Mapping) -> None:
@@ -72,6 +116,12 @@ class WandbLogger:
             dir=str(directory), config=dict(config), name=name, group=group, tags=list(tags),
             settings=wandb.Settings(quiet=True),
         )
+
+    def update_config(self, config: Mapping) -> None:
+        """Add keys to the run's config once the run knows it used them (e.g. data_dir after reading files)."""
+        if self.run is None or not config:
+            return
+        self.run.config.update(dict(config), allow_val_change=True)
 
     def log_metrics(self, metrics: Mapping) -> None:
         if self.run is None:

@@ -70,7 +70,10 @@ def run_task(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping
         tags += [f"{group}:{choices[group]}" for group in BOX_GROUPS if choices.get(group)]
     logger = build_logger(cfg)
     cache = cache if cache is not None else StageCache(cfg.cache_dir)
-    with tracked(logger, config=OmegaConf.to_container(cfg, resolve=True), name=run_name, group=str(cfg.name),
+    from pipeline.tracking import run_config
+
+    # The W&B config holds the task, the boxes it used and the run settings, not every key of the tree.
+    with tracked(logger, config=run_config(cfg, task.config_groups(cfg), reads_data=task.reads_data(cfg)), name=run_name, group=str(cfg.name),
                  tags=tags, directory=output_dir):
         try:
             result = task.run(cfg, output_dir, cache, logger)

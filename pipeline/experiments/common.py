@@ -40,8 +40,13 @@ def grid(name: str, low: float, high: float, points: int, extra: Sequence[float]
     return np.unique(np.asarray([float(f"{v:.12g}") for v in values]))
 
 
-def mean_interval(samples, level: float = 0.95) -> tuple[float, float, float]:
-    """(mean, low, high): Student-t interval for the mean of i.i.d. samples (one trial = one sample)."""
+def mean_interval(samples, level: float = 0.95, bounds: tuple[float, float] | None = None) -> tuple[float, float, float]:
+    """(mean, low, high): Student-t interval for the mean of i.i.d. samples (one trial = one sample).
+
+    bounds (lo, hi): the range the samples cannot leave (successes: (0, n)); the interval is clipped to
+    it, which keeps its coverage (the mean lies in the range) and drops the impossible part a t-interval
+    of few trials reaches (e.g. -30 to 162 successes of 100 from 2 trials).
+    """
     from scipy import stats
 
     x = np.asarray(samples, dtype=float)
@@ -49,7 +54,10 @@ def mean_interval(samples, level: float = 0.95) -> tuple[float, float, float]:
     if x.size < 2:
         return mean, math.nan, math.nan
     half = float(stats.t.ppf(0.5 + level / 2.0, x.size - 1) * np.std(x, ddof=1) / math.sqrt(x.size))
-    return mean, mean - half, mean + half
+    low, high = mean - half, mean + half
+    if bounds is not None:
+        low, high = max(float(bounds[0]), low), min(float(bounds[1]), high)
+    return mean, low, high
 
 
 def attach_stage_cache(prior, cache) -> None:
@@ -200,14 +208,26 @@ def resolve_laws(laws: Mapping[str, Mapping], cfg: DictConfig, cache) -> dict[st
     return out
 
 
-def subplots(panels: int, width: float = 4.4, height: float = 3.6, **kwargs):
+#: Panels per row of an experiment figure; more panels wrap into further rows.
+MAX_COLUMNS = 3
+
+
+def subplots(panels: int, width: float = 4.4, height: float = 3.6, max_columns: int = MAX_COLUMNS, **kwargs):
+    """A grid of `panels` panels, at most max_columns a row, each width x height inches; returns (fig, axes)
+    with the used axes in reading order (the grid's unused cells are hidden)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, max(1, panels), figsize=(width * max(1, panels), height), squeeze=False, **kwargs)
-    return fig, axes[0]
+    panels = max(1, int(panels))
+    columns = min(panels, max_columns)
+    rows = math.ceil(panels / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows), squeeze=False, **kwargs)
+    flat = list(axes.ravel())
+    for ax in flat[panels:]:
+        ax.set_visible(False)
+    return fig, flat[:panels]
 
 
 def panel(ax, xlabel: str, title: str, log_x: bool = True) -> None:
@@ -218,12 +238,36 @@ def panel(ax, xlabel: str, title: str, log_x: bool = True) -> None:
     ax.grid(alpha=0.3)
 
 
-def finish(fig, axes, ylabel: str, path, legend: bool = True) -> Path:
-    """Label the first panel, put the legend on the last, save the figure atomically."""
-    axes[0].set_ylabel(ylabel)
+def finish(fig, axes, ylabel: str, path, legend: bool = True, note: str = "") -> Path:
+    """Label the first panel of each row, put one legend for all panels under them (a legend inside a
+    panel covers its points) and the note under the legend, grow the figure by what they need, save it."""
+    import textwrap
+
+    for ax in axes:
+        if ax.get_subplotspec() is not None and ax.get_subplotspec().is_first_col():
+            ax.set_ylabel(ylabel)
+    handles, labels = [], []
     if legend:
-        axes[-1].legend(fontsize=7)
-    fig.tight_layout()
+        for ax in axes:
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                if label not in labels and not label.startswith("_"):
+                    handles.append(handle)
+                    labels.append(label)
+    width, height = fig.get_size_inches()
+    text = "\n".join(textwrap.wrap(note, max(60, int(width * 15)))) if note else ""
+    longest = max((len(label) for label in labels), default=0)
+    fits = int(width // (0.055 * longest + 0.6)) if longest else 1  # about 0.055 in a character at 7 pt
+    ncol = max(1, min(len(labels), 3, fits))
+    legend_in = (0.2 + 0.17 * math.ceil(len(labels) / ncol)) if labels else 0.0
+    note_in = (0.1 + 0.13 * (text.count("\n") + 1)) if text else 0.0
+    total = height + legend_in + note_in
+    fig.set_size_inches(width, total)
+    if labels:
+        fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=7, frameon=False,
+                   bbox_to_anchor=(0.5, note_in / total))
+    if text:
+        fig.text(0.01, 0.01, text, fontsize=6.5, color="0.3", va="bottom")
+    fig.tight_layout(rect=(0, (legend_in + note_in) / total, 1, 1))
     return save_figure_atomic(fig, path)
 
 
@@ -244,6 +288,19 @@ class Task(ABC):
     represented: tuple[str, ...] = ()
     #: Whether the task plays games (its jobs carry the game's metrics too).
     plays_games = False
+    #: The config groups whose boxes the task uses (None: all five boxes if it plays games, else none):
+    #: what its W&B config logs beside `task` (pipeline.tracking.run_config).
+    groups: tuple[str, ...] | None = None
+
+    def config_groups(self, cfg: DictConfig) -> tuple[str, ...]:
+        """The config groups this job uses (see `groups`); "model" when it loads the language model."""
+        if self.groups is not None:
+            return tuple(self.groups)
+        return ("prior", "mechanism", "attack", "metric", "bound") if self.plays_games else ()
+
+    def reads_data(self, cfg: DictConfig) -> bool | None:
+        """Whether the job reads files from data_dir (None: if one of its config groups has a data_dir key)."""
+        return None
 
     @abstractmethod
     def run(self, cfg: DictConfig, output_dir: Path, cache, logger) -> dict:

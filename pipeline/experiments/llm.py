@@ -7,8 +7,14 @@
   Attack (prior x model), beside it the model-only guess and the Model Attack with its temperature
   fitted to the release without the secrets (stages.attack.model_attack), the prior-only baseline, the bound box's
   counts for the DP-SGD profile, and the idealized Gaussian Bayes-optimal attack on the same prior at
-  the same epsilon (Appendix D; cheap, played in the job). The report keeps, per (prior, epsilon), the
-  hyperparameters with the best mean Model-Attack success and draws Figure llm.
+  the same epsilon (Appendix D; cheap, played in the job). Every bound number comes with the name of the
+  theorem that produced it (`bound_theorem`), and the exceedance of the bound at every confidence is
+  reported for every attack variant (`exceed_<c>`, `model_only_exceed_<c>`, `fitted_exceed_<c>`).
+  The report keeps, per (prior, epsilon), the hyperparameters with the best mean Model-Attack success
+  *on the selection half* of the trials (trials 0, 2, 4, ...) and reports that setting's success on the
+  other half (`heldout_*`), so the choice does not use the secrets it is scored on; with one trial per
+  job there is no other half, and the figure says the number is biased upward. A run without a privacy
+  profile (clipping=none) has no epsilon, no bound and no idealized Gaussian: it is drawn as "not private".
 * `PIILaw`: the PII prior's law over candidates (max, median, 10th percentile of the normalised
   scores) and its rows for Figures novel_bounds and eps_protect: the advantage bound over epsilon
   for those three canaries and eps_protect of the most probable one (paper: 2.37).
@@ -30,6 +36,8 @@ __all__ = ["LLMCanaries", "PIILaw", "attach_stage_cache"]
 log = logging.getLogger(__name__)
 
 RELEASE_STAGE_VERSION = 1
+#: The confidences every LLM job reports (the figure's bound band and lines).
+LEVELS = (0.05, 0.5, 0.95)
 
 
 def _set_threads(threads: int | None) -> None:
@@ -43,10 +51,13 @@ class LLMCanaries(Task):
     """Figure llm: DP-SGD fine-tuning on n new-token canaries, the Model Attack, the bound and the idealized Gaussian."""
 
     name = "llm_canaries"
-    columns = ("prior_name", "eps", "clip_norm", "learning_rate", "epochs", "noise_multiplier", "steps",
-               "eps_add_remove", "eps_opacus_add_remove", "trials", "attack_mean", "attack_ci_low", "attack_ci_high",
-               "model_only_mean", "fitted_mean", "fitted_temperature", "prior_mean", "bound_05", "bound_50", "bound_95", "bound_exceeded_95",
-               "ideal_mean", "ideal_ci_low", "ideal_ci_high", "ideal_bound_95")
+    columns = ("prior_name", "model", "trainable", "private", "eps", "delta", "clip_norm", "learning_rate", "epochs",
+               "noise_multiplier", "steps", "eps_add_remove", "eps_opacus_add_remove", "trials", "attack_mean",
+               "attack_ci_low", "attack_ci_high", "select_trials", "select_mean", "heldout_trials", "heldout_mean",
+               "heldout_ci_low", "heldout_ci_high", "model_only_mean", "fitted_mean", "fitted_temperature", "prior_mean",
+               "bound_theorem", *(f"bound_{c:g}" for c in LEVELS), *(f"exceed_{c:g}" for c in LEVELS),
+               *(f"model_only_exceed_{c:g}" for c in LEVELS), *(f"fitted_exceed_{c:g}" for c in LEVELS),
+               "ideal_mean", "ideal_ci_low", "ideal_ci_high", "ideal_bound_theorem", "ideal_bound_0.95")
     represented = ("prior", "mechanism.epsilon", "mechanism.clip_norm", "mechanism.learning_rate", "mechanism.epochs")
     plays_games = True
 
@@ -77,7 +88,7 @@ class LLMCanaries(Task):
 
         _set_threads(self.threads)
         seed, trials, confidences = check_run_settings(cfg)
-        for level in (0.05, 0.5, 0.95):
+        for level in LEVELS:
             if level not in [float(c) for c in confidences]:
                 raise ConfigError(f"confidences must include 0.05, 0.5 and 0.95 for {self.name}, got {list(confidences)}.")
         boxes = build_boxes(cfg)
@@ -117,97 +128,186 @@ class LLMCanaries(Task):
         finally:
             progress.close()
         guesses = np.stack(guesses)
-        bound = boxes.bound.compute(mechanism.profile, prior, metric, guesses, confidences)
-        bound = {float(c): v for c, v in bound.items()}
+        from pipeline.io import bound_column, exceed_column
 
-        # The idealized Gaussian at the same epsilon and prior (Bayes-optimal attack): the ceiling.
-        ideal = GaussianMechanism(epsilon=mechanism.epsilon or mechanism.privacy()["epsilon_replace_one"],
-                                  delta=mechanism.delta, domain_size=prior.domain_size)
-        ideal_attack = BayesOptimalAttack(k)
-        ideal_s, ideal_guesses = [], []
-        for child in np.random.SeedSequence([seed, 1]).spawn(self.ideal_trials):
-            data_seed, mechanism_seed = child.spawn(2)
-            X = prior.sample(np.random.default_rng(data_seed), prior.n_targets)
-            z = ideal_attack.guess(ideal.release(X, np.random.default_rng(mechanism_seed)), prior, ideal, metric)
-            ideal_s.append(int(metric.score(X, z).sum()))
-            ideal_guesses.append(z)
-        ideal_bound = boxes.bound.compute(ideal.profile, prior, metric, np.stack(ideal_guesses), confidences)
-        ideal_bound = {float(c): v for c, v in ideal_bound.items()}
-
+        profile = mechanism.profile
+        private = profile is not None
         privacy = mechanism.privacy()
-        mean, low, high = mean_interval(attack_s, self.ci_level)
-        ideal_mean, ideal_low, ideal_high = mean_interval(ideal_s, self.ci_level)
-        b95 = np.asarray(bound[0.95])
+        n = int(prior.n_targets)
+        bound = theorem = ideal_bound = ideal_theorem = None
+        ideal_s: list[int] = []
+        if private:
+            bound = {float(c): v for c, v in boxes.bound.compute(profile, prior, metric, guesses, confidences).items()}
+            theorem = boxes.bound.theorem(profile, prior, metric, guesses)
+
+            # The idealized Gaussian at the same epsilon and prior (Bayes-optimal attack): the ceiling.
+            ideal = GaussianMechanism(epsilon=mechanism.epsilon or privacy["epsilon_replace_one"],
+                                      delta=mechanism.delta, domain_size=prior.domain_size)
+            ideal_attack = BayesOptimalAttack(k)
+            ideal_guesses = []
+            for child in np.random.SeedSequence([seed, 1]).spawn(self.ideal_trials):
+                data_seed, mechanism_seed = child.spawn(2)
+                X = prior.sample(np.random.default_rng(data_seed), prior.n_targets)
+                z = ideal_attack.guess(ideal.release(X, np.random.default_rng(mechanism_seed)), prior, ideal, metric)
+                ideal_s.append(int(metric.score(X, z).sum()))
+                ideal_guesses.append(z)
+            ideal_bound = {float(c): v for c, v in
+                           boxes.bound.compute(ideal.profile, prior, metric, np.stack(ideal_guesses), confidences).items()}
+            ideal_theorem = boxes.bound.theorem(ideal.profile, prior, metric, np.stack(ideal_guesses))
+        else:
+            log.info("%s: not private (%s): no epsilon, no bound, no idealized Gaussian", self.name, privacy["reason"])
+
+        def exceed(successes) -> dict[str, float | None]:
+            return {f"{c:g}": (float(np.mean(np.asarray(successes) > np.asarray(bound[c]))) if private else None)
+                    for c in LEVELS}
+
+        mean, low, high = mean_interval(attack_s, self.ci_level, bounds=(0, n))
+        ideal_mean, ideal_low, ideal_high = (mean_interval(ideal_s, self.ci_level, bounds=(0, n)) if private
+                                             else (None, None, None))
+        # Hyperparameter selection (the report's best setting per prior and epsilon) uses the even trials,
+        # the reported success the odd ones, so the pick never sees the secrets it is scored on.
+        select, heldout = attack_s[0::2], attack_s[1::2]
+        held_mean, held_low, held_high = (mean_interval(heldout, self.ci_level, bounds=(0, n)) if heldout
+                                          else (None, None, None))
+        exceeded = {"model_attack": exceed(attack_s), "model_only": exceed(model_only_s), "fitted": exceed(fitted_s)}
         row = {
-            "prior_name": boxes.names()["prior"], "eps": float(privacy["epsilon_replace_one"] if mechanism.epsilon is None
-                                                            else mechanism.epsilon),
+            "prior_name": boxes.names()["prior"], "model": mechanism.model.params().get("model"),
+            "trainable": mechanism.trainable, "private": private,
+            "eps": (float(privacy["epsilon_replace_one"] if mechanism.epsilon is None else mechanism.epsilon)
+                    if private else None),
+            "delta": privacy["delta"],
             "clip_norm": mechanism.clip_norm, "learning_rate": mechanism.learning_rate, "epochs": mechanism.epochs,
-            "noise_multiplier": mechanism.noise_multiplier, "steps": mechanism.steps,
+            "noise_multiplier": privacy["noise_multiplier"], "steps": mechanism.steps,
             "eps_add_remove": privacy["epsilon_add_remove"], "eps_opacus_add_remove": privacy["epsilon_opacus_add_remove"],
             "trials": trials, "attack_mean": mean, "attack_ci_low": low, "attack_ci_high": high,
+            "select_trials": len(select), "select_mean": float(np.mean(select)),
+            "heldout_trials": len(heldout), "heldout_mean": held_mean, "heldout_ci_low": held_low,
+            "heldout_ci_high": held_high,
             "model_only_mean": float(np.mean(model_only_s)), "fitted_mean": float(np.mean(fitted_s)),
             "fitted_temperature": float(np.exp(np.mean(np.log(temperatures)))), "prior_mean": float(np.mean(prior_s)),
-            "bound_05": bound[0.05], "bound_50": bound[0.5], "bound_95": bound[0.95],
-            "bound_exceeded_95": float(np.mean(np.asarray(attack_s) > b95)),
+            "bound_theorem": theorem["theorem"] if private else "none (not private)",
+            **{bound_column(c): (bound[c] if private else None) for c in LEVELS},
+            **{exceed_column(c): exceeded["model_attack"][f"{c:g}"] for c in LEVELS},
+            **{f"model_only_{exceed_column(c)}": exceeded["model_only"][f"{c:g}"] for c in LEVELS},
+            **{f"fitted_{exceed_column(c)}": exceeded["fitted"][f"{c:g}"] for c in LEVELS},
             "ideal_mean": ideal_mean, "ideal_ci_low": ideal_low, "ideal_ci_high": ideal_high,
-            "ideal_bound_95": ideal_bound[0.95],
+            "ideal_bound_theorem": ideal_theorem["theorem"] if private else None,
+            "ideal_bound_0.95": ideal_bound[0.95] if private else None,
         }
         return {
             "table": [row], "headline": {},
-            "n_targets": int(prior.n_targets), "trials": trials, "seed": seed, "boxes": boxes.names(),
+            "n_targets": n, "trials": trials, "seed": seed, "boxes": boxes.names(),
             "attack_successes": attack_s, "model_only_successes": model_only_s, "fitted_successes": fitted_s,
             "fitted_temperatures": temperatures, "prior_successes": prior_s,
             "attack_success_mean": float(np.mean(attack_s)), "prior_success_mean": float(np.mean(prior_s)), "k": k,
-            "bound_exceeded_fraction": row["bound_exceeded_95"],
+            "confidences": [float(c) for c in confidences],
+            # confidence -> fraction of trials above the bound, for each attack variant (None: not private)
+            "exceed": exceeded["model_attack"], "exceed_by_variant": exceeded,
             "ideal_successes": ideal_s, "mechanism": mechanism.params(),
             # the game's privacy keys (pipeline.report reads epsilon and delta) beside the DP-SGD ones
-            "privacy": {**privacy, "epsilon": privacy["epsilon_replace_one"], "profile": mechanism.profile.name},
-            "bound": {repr(c): v for c, v in bound.items()}, "ideal_bound": {repr(c): v for c, v in ideal_bound.items()},
+            "privacy": ({**privacy, "epsilon": privacy["epsilon_replace_one"], "profile": profile.name,
+                         "delta_source": "mechanism.delta"} if private
+                        else {**privacy, "epsilon": None}),
+            "bound": {repr(c): v for c, v in bound.items()} if private else None,
+            "bound_theorem": theorem,
+            "ideal_bound": {repr(c): v for c, v in ideal_bound.items()} if private else None,
+            "ideal_bound_theorem": ideal_theorem,
             "stages": {"computed": [list(x) for x in cache.computed], "reused": [list(x) for x in cache.reused]},
         }
 
     @staticmethod
     def best_rows(rows: list[dict]) -> list[dict]:
-        """Per (prior, eps): the row whose hyperparameters give the best mean Model-Attack success."""
-        best = {}
+        """Per (prior, eps): the row whose hyperparameters give the best mean Model-Attack success, chosen on
+        the selection half of the trials (select_mean) and reported on the other half (heldout_*).
+
+        Each returned row gets `reported_mean` / `reported_ci_low` / `reported_ci_high` (what the figure
+        draws) and `selection`: "one setting" (nothing was selected: all trials), "held-out half" (the
+        selection did not see the reported trials), or "same trials, biased upward" (a job with one trial
+        has no other half; the best of several settings on the trials it is reported on overstates the
+        attack). A non-private row (eps None) is its own group per prior.
+        """
+        def value(row, key, default=None):
+            v = row.get(key, default)
+            return default if v in (None, "") else float(v)
+
+        groups: dict[tuple, list[dict]] = {}
         for row in rows:
-            key = (row["prior_name"], float(row["eps"]))
-            if key not in best or float(row["attack_mean"]) > float(best[key]["attack_mean"]):
-                best[key] = row
-        return [best[k] for k in sorted(best, key=lambda kv: (str(kv[0]), kv[1]))]
+            eps = row.get("eps")
+            key = (row["prior_name"], math.inf if eps in (None, "") else float(eps))
+            groups.setdefault(key, []).append(row)
+        out = []
+        for key in sorted(groups, key=lambda kv: (str(kv[0]), kv[1])):
+            members = groups[key]
+            if len(members) == 1:
+                best = dict(members[0])
+                best.update(selection="one setting", reported_mean=value(best, "attack_mean"),
+                            reported_ci_low=value(best, "attack_ci_low"), reported_ci_high=value(best, "attack_ci_high"))
+            else:
+                best = dict(max(members, key=lambda r: value(r, "select_mean", value(r, "attack_mean"))))
+                if value(best, "heldout_mean") is not None:
+                    best.update(selection="held-out half", reported_mean=value(best, "heldout_mean"),
+                                reported_ci_low=value(best, "heldout_ci_low"),
+                                reported_ci_high=value(best, "heldout_ci_high"))
+                else:
+                    best.update(selection="same trials, biased upward", reported_mean=value(best, "attack_mean"),
+                                reported_ci_low=value(best, "attack_ci_low"),
+                                reported_ci_high=value(best, "attack_ci_high"))
+            out.append(best)
+        return out
 
     @staticmethod
     def plot(rows, path) -> Path:
         best = LLMCanaries.best_rows(rows)
         by_prior = group_rows(best, "prior_name")
         order = [p for p in ("uniform", "zipf", "pii") if p in by_prior] + [p for p in by_prior if p not in ("uniform", "zipf", "pii")]
-        fig, axes = subplots(len(order), sharey=True)
+        fig, axes = subplots(len(order), sharey=True, height=3.8)
+        f = lambda v: math.nan if v in (None, "") else float(v)  # noqa: E731
+        notes = set()
         for ax, prior_name in zip(axes, order):
-            members = sorted(by_prior[prior_name], key=lambda r: float(r["eps"]))
+            public = [r for r in by_prior[prior_name] if str(r.get("private", True)) in ("False", "false", "0")]
+            members = sorted((r for r in by_prior[prior_name] if r not in public), key=lambda r: float(r["eps"]))
             eps = [float(r["eps"]) for r in members]
-            get = lambda key: np.array([float(r[key]) for r in members])  # noqa: E731
-            ax.fill_between(eps, get("bound_05"), get("bound_95"), color="0.85", label="bound 0.05-0.95")
-            ax.plot(eps, get("bound_50"), "k--", linewidth=0.8, label="bound @ 0.5")
-            ax.plot(eps, get("bound_95"), "k-", linewidth=1.0, label="bound @ 0.95")
-            mean, low, high = get("attack_mean"), get("attack_ci_low"), get("attack_ci_high")
-            ax.errorbar(eps, mean, yerr=[np.nan_to_num(mean - low), np.nan_to_num(high - mean)], fmt="o-", capsize=3,
-                        label="Model Attack (best hyperparameters, 95% CI)")
-            ax.plot(eps, get("model_only_mean"), "x:", label="model only (prior ignored)")
-            if all(r.get("fitted_mean") not in (None, "") for r in members):
-                ax.plot(eps, get("fitted_mean"), "d-.", label="Model Attack, temperature fitted (no secrets)")
-            ideal, ilow, ihigh = get("ideal_mean"), get("ideal_ci_low"), get("ideal_ci_high")
-            ax.errorbar(eps, ideal, yerr=[np.nan_to_num(ideal - ilow), np.nan_to_num(ihigh - ideal)], fmt="s-", capsize=3,
-                        label="idealized Gaussian, Bayes-optimal")
-            ax.plot(eps, get("prior_mean"), ":", color="0.5", label="prior only (no release)")
-            panel(ax, "epsilon (delta = 1e-5)", f"{prior_name} prior", log_x=len(eps) > 1 and max(eps) / min(eps) > 8)
+            get = lambda key: np.array([f(r.get(key)) for r in members])  # noqa: E731
+            if members:
+                ax.fill_between(eps, get("bound_0.05"), get("bound_0.95"), color="0.85", label="bound 0.05-0.95")
+                ax.plot(eps, get("bound_0.5"), "k--", linewidth=0.8, label="bound @ 0.5")
+                ax.plot(eps, get("bound_0.95"), "k-", linewidth=1.0, label="bound @ 0.95")
+                mean, low, high = get("reported_mean"), get("reported_ci_low"), get("reported_ci_high")
+                ax.errorbar(eps, mean, yerr=[np.nan_to_num(mean - low), np.nan_to_num(high - mean)], fmt="o-",
+                            capsize=3, label="Model Attack, T = 1 (best hyperparameters, 95% CI)")
+                ax.plot(eps, get("model_only_mean"), "x:", label="model only (prior ignored)")
+                if all(r.get("fitted_mean") not in (None, "") for r in members):
+                    ax.plot(eps, get("fitted_mean"), "d-.", label="Model Attack, temperature fitted (no secrets)")
+                ideal, ilow, ihigh = get("ideal_mean"), get("ideal_ci_low"), get("ideal_ci_high")
+                ax.errorbar(eps, ideal, yerr=[np.nan_to_num(ideal - ilow), np.nan_to_num(ihigh - ideal)], fmt="s-",
+                            capsize=3, label="idealized Gaussian, Bayes-optimal")
+                ax.plot(eps, get("prior_mean"), ":", color="0.5", label="prior only (no release)")
+                for r in members:
+                    ex = "/".join(f"{f(r.get(f'exceed_{c:g}')):.2g}" for c in LEVELS)
+                    ax.annotate(f"exceed {ex}", (float(r["eps"]), f(r.get("reported_mean"))), fontsize=5.5,
+                                textcoords="offset points", xytext=(3, -9), color="C0")
+                notes.update(r["selection"] for r in members)
+                notes.update(f"bound: {r['bound_theorem']}" for r in members if r.get("bound_theorem"))
+                notes.update(f"delta = {f(r.get('delta')):g}" for r in members)
+            for r in public:
+                ax.axhline(f(r.get("attack_mean")), color="firebrick", linestyle="--",
+                           label="Model Attack, not private (clipping=none): no epsilon, no bound")
+            deltas = sorted({f"{f(r.get('delta')):g}" for r in members})
+            panel(ax, f"epsilon (delta = {'/'.join(deltas) or '-'})", f"{prior_name} prior",
+                  log_x=len(eps) > 1 and max(eps) / min(eps) > 8)
             ax.set_ylim(bottom=0)  # a t-interval of few trials can reach below 0 successes
-        return finish(fig, axes, "canaries reconstructed", path)
+        models = sorted({f"{r.get('model')} ({r.get('trainable')})" for r in best if r.get("model")})
+        trials = sorted({str(r.get("trials")) for r in best})
+        notes.update([f"model {', '.join(models)}" if models else "", f"trials per job {'/'.join(trials)}",
+                      "numbers under the attack: fraction of trials above the bound @ 0.05/0.5/0.95"])
+        return finish(fig, axes, "canaries reconstructed", path, note="; ".join(sorted(n for n in notes if n)))
 
 
 class PIILaw(Task):
     """The PII prior's law (max / median / 10th percentile) and its rows of Figures novel_bounds and eps_protect."""
 
     name = "pii_law"
+    groups = ("prior",)
     columns = ("figure", "prior_name", "canary", "prior_probability", "eps", "advantage", "eps_protect")
 
     def __init__(self, canaries: Sequence[str] = ("max", "median", "p10"), delta: float = 1e-5, threshold: float = 0.05,

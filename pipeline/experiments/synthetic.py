@@ -100,6 +100,13 @@ class AdvantageByPrior(Task):
     """
 
     name = "advantage_by_prior"
+
+    def config_groups(self, cfg) -> tuple[str, ...]:
+        """A pii law loads the job's language model and reads the Enron sample; the other laws use no box."""
+        return ("model",) if any(law.get("law") == "pii" for law in self.laws.values()) else ()
+
+    def reads_data(self, cfg) -> bool:
+        return any(law.get("law") == "pii" for law in self.laws.values())
     columns = ("prior_name", "canary", "prior_probability", "eps", "advantage")
 
     def __init__(self, priors: Mapping, canaries: Sequence[str] = ("min", "median", "max"), delta: float = 1e-5,
@@ -158,7 +165,14 @@ class EpsProtect(Task):
     """
 
     name = "eps_protect"
-    columns = ("prior_name", "prior_probability", "eps_protect")
+
+    def config_groups(self, cfg) -> tuple[str, ...]:
+        """A pii law loads the job's language model and reads the Enron sample; the other laws use no box."""
+        return ("model",) if any(law.get("law") == "pii" for law in self.laws.values()) else ()
+
+    def reads_data(self, cfg) -> bool:
+        return any(law.get("law") == "pii" for law in self.laws.values())
+    columns = ("prior_name", "prior_probability", "eps_protect", "delta", "threshold")
 
     def __init__(self, priors: Mapping, threshold: float = 0.05, delta: float = 1e-5, prior_low: float = 1e-10,
                  prior_high: float = 0.9, prior_points: int = 31) -> None:
@@ -179,13 +193,15 @@ class EpsProtect(Task):
         from stages.bound.theorems import eps_protect
 
         rows = [{"prior_name": "any", "prior_probability": float(p),
-                 "eps_protect": float(eps_protect(float(p), self.threshold, self.delta))} for p in self.priors]
+                 "eps_protect": float(eps_protect(float(p), self.threshold, self.delta)), "delta": self.delta,
+                 "threshold": self.threshold} for p in self.priors]
         resolved = resolve_laws({name: {**law, "canaries": ["max"]} if law.get("law") == "pii" else law
                                  for name, law in self.laws.items()}, cfg, cache)
         for prior_name, law in resolved.items():
             p = canary_probability(law, "max")
             row = {"prior_name": prior_name, "prior_probability": p,
-                   "eps_protect": float(eps_protect(p, self.threshold, self.delta))}
+                   "eps_protect": float(eps_protect(p, self.threshold, self.delta)), "delta": self.delta,
+                   "threshold": self.threshold}
             if law.get("resolved_from") == "pii":  # for the figure's label (metrics.json keeps it, the csv not)
                 row["paper_eps_protect"] = PII_PAPER_EPS_PROTECT
             rows.append(row)
@@ -208,18 +224,20 @@ class EpsProtect(Task):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("prior probability of the canary")
-        ax.set_ylabel("eps_protect (advantage bound <= threshold)")
+        deltas = "/".join(sorted({f"{float(r['delta']):g}" for r in rows if r.get("delta") not in (None, "")}))
+        thresholds = "/".join(sorted({f"{float(r['threshold']):g}" for r in rows if r.get("threshold") not in (None, "")}))
+        ax.set_ylabel(f"eps_protect: largest eps with\nadvantage bound <= {thresholds or 'threshold'}")
+        ax.set_title(f"(eps, delta = {deltas or '-'})-DP; advantage threshold {thresholds or '-'}", fontsize=8)
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        return save_figure_atomic(fig, path)
+        return finish(fig, [ax], ax.get_ylabel(), path)
 
 
 class IdealizedGaussian(Task):
     """Appendix "Idealized Gaussian Attack": one game per job (sweep prior x mechanism.epsilon)."""
 
     name = "idealized_gaussian"
-    columns = ("prior_name", "eps", "attack_mean", "attack_ci_low", "attack_ci_high", "prior_mean", "bound_95")
+    columns = ("prior_name", "eps", "delta", "trials", "attack_mean", "attack_ci_low", "attack_ci_high", "prior_mean",
+               "bound_theorem", "bound_0.95", "exceed_0.95")
     represented = ("prior", "mechanism.epsilon")
     plays_games = True
 
@@ -232,16 +250,18 @@ class IdealizedGaussian(Task):
         from pipeline.game import ConfigError, run_game
 
         if 0.95 not in [float(c) for c in cfg.confidences]:
-            raise ConfigError(f"confidences must include 0.95 for {self.name} (column bound_95), got {list(cfg.confidences)}.")
+            raise ConfigError(f"confidences must include 0.95 for {self.name} (column bound_0.95), got {list(cfg.confidences)}.")
         metrics = run_game(cfg, output_dir, cache=cache, logger=logger)
-        mean, low, high = mean_interval(metrics["attack_successes"], self.ci_level)
+        mean, low, high = mean_interval(metrics["attack_successes"], self.ci_level, bounds=(0, metrics["n_targets"]))
         eps = cfg.mechanism.get("epsilon")
         row = {
             "prior_name": metrics["boxes"]["prior"],
             "eps": float(eps) if eps is not None else float(metrics["privacy"]["epsilon"]),
+            "delta": metrics["privacy"]["delta"], "trials": metrics["trials"],
             "attack_mean": mean, "attack_ci_low": low, "attack_ci_high": high,
             "prior_mean": float(metrics["prior_success_mean"]),
-            "bound_95": metrics["bound"]["0.95"],
+            "bound_theorem": (metrics.get("bound_theorem") or {}).get("theorem"),
+            "bound_0.95": metrics["bound"]["0.95"], "exceed_0.95": metrics["exceed"]["0.95"],
         }
         return {**metrics, "table": [row], "headline": {}}
 
@@ -257,9 +277,13 @@ class IdealizedGaussian(Task):
             high = np.array([float(r["attack_ci_high"]) for r in members])
             ax.errorbar(eps, mean, yerr=[mean - low, high - mean], fmt="o-", capsize=3, label="Bayes-optimal attack (95% CI)")
             ax.plot(eps, [float(r["prior_mean"]) for r in members], "s--", label="prior baseline")
-            ax.plot(eps, [float(r["bound_95"]) for r in members], "k-", label="one-run bound @ 0.95")
-            panel(ax, "epsilon (delta = 1e-5)", str(prior_name), log_x=len(eps) > 1 and max(eps) / min(eps) > 8)
-        return finish(fig, axes, "targets reconstructed", path)
+            ax.plot(eps, [float(r["bound_0.95"]) for r in members], "k-", label="bound @ 0.95")
+            deltas = "/".join(sorted({f"{float(r['delta']):g}" for r in members if r.get("delta") not in (None, "")}))
+            panel(ax, f"epsilon (delta = {deltas or '-'})", str(prior_name), log_x=len(eps) > 1 and max(eps) / min(eps) > 8)
+        theorems = "; ".join(sorted({str(r["bound_theorem"]) for r in rows if r.get("bound_theorem")}))
+        trials = "/".join(sorted({str(r.get("trials")) for r in rows}))
+        return finish(fig, axes, "targets reconstructed", path,
+                      note=f"bound: {theorems or '-'}; {trials} trials a point, 95% t-intervals")
 
 
 class RRTightness(Task):
@@ -347,19 +371,26 @@ class RRTightness(Task):
         import matplotlib.ticker
 
         fig, (left, right) = subplots(2)
-        for s, members in sorted(group_rows(rows, "exponent").items(), key=lambda kv: float(kv[0])):
+        groups = sorted(group_rows(rows, "exponent").items(), key=lambda kv: float(kv[0]))
+        markers, styles = ("o", "s", "^", "D", "v", "P", "X"), ("-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1)))
+        for index, (s, members) in enumerate(groups):
             members = sorted(members, key=lambda r: float(r["eps"]))
-            eps = [float(r["eps"]) for r in members]
-            line, = left.plot(eps, [float(r["tightness"]) for r in members], "-", label=f"Zipf s = {float(s):g}")
-            for r in members:
+            # equal curves (s = 0 and s = 0.2 are both tight everywhere) would hide each other: a small
+            # multiplicative x offset per exponent, a marker and a line style of its own
+            shift = 2 ** (0.06 * (index - (len(groups) - 1) / 2))
+            eps = [float(r["eps"]) * shift for r in members]
+            marker, style = markers[index % len(markers)], styles[index % len(styles)]
+            line, = left.plot(eps, [float(r["tightness"]) for r in members], linestyle=style, label=f"Zipf s = {float(s):g}")
+            for x, r in zip(eps, members):
                 holds = str(r["condition_holds"]) in ("True", "true", "1")
-                left.plot(float(r["eps"]), float(r["tightness"]), "o", color=line.get_color(),
+                left.plot(x, float(r["tightness"]), marker, color=line.get_color(),
                           markerfacecolor=line.get_color() if holds else "white")
             mean = np.array([float(r["attack_mean"]) for r in members])
             err = [mean - np.array([float(r["attack_ci_low"]) for r in members]),
                    np.array([float(r["attack_ci_high"]) for r in members]) - mean]
-            right.errorbar(eps, mean, yerr=err, fmt="o", color=line.get_color(), capsize=2)
-            right.plot(eps, [float(r["bound_exact"]) for r in members], "-", color=line.get_color(), label=f"s = {float(s):g}")
+            right.errorbar(eps, mean, yerr=err, fmt=marker, color=line.get_color(), capsize=2)
+            right.plot(eps, [float(r["bound_exact"]) for r in members], linestyle=style, color=line.get_color(),
+                       label=f"Zipf s = {float(s):g}")
         left.set_ylabel("attack / bound (exact expectations)")
         left.set_title("filled: max D / min D <= e^eps (tight by the proposition)", fontsize=8)
         right.set_ylabel("targets reconstructed")
@@ -369,9 +400,9 @@ class RRTightness(Task):
             ax.set_xscale("log", base=2)
             ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
-        fig.tight_layout()
-        return save_figure_atomic(fig, path)
+        return finish(fig, [left, right], left.get_ylabel(), path,
+                      note="Each exponent has its own marker and line style, and its points are shifted slightly in eps "
+                           "so that equal values (s = 0 and s = 0.2 are both tight) do not hide each other.")
 
 
 class ZipfCalibration(Task):
@@ -384,6 +415,9 @@ class ZipfCalibration(Task):
     """
 
     name = "zipf_calibration"
+
+    def reads_data(self, cfg) -> bool:
+        return True  # the RockYou counts file
     columns = ("fit", "first_rank", "last_rank", "exponent", "ci_low", "ci_high", "p_max", "eps_protect",
                "advantage_eps1")
 

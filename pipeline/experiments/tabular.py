@@ -11,12 +11,20 @@ mechanism=noisy_marginals and attack=rap:
   the next m visit-order columns all right, m = 1 .. d - n_known;
 * `TabularApproximate` (Fig. recon_approx): one ordinal column, success = within E, E = 0 .. domain - 1.
 
+Tables: `task.datasets` ({table: target columns}) plays exactly the tables it names; null plays the table
+`prior.dataset` names, else the stand-ins acs and fire, each with its `task.default_targets` entry (else
+every column). Names are those of stages.prior.tabular.DATASETS (the stand-ins and the paper's tables that
+`python -m pipeline.data fetch` writes, e.g. acs/recon-synth); the columns are those of the table's domain
+file, checked before any work. The guess is the attack's `decode` of its relaxed table (attack.decode:
+joint, the default, or per_column; see stages.attack.rap).
+
 Each trial samples `prior.n_records` fresh records from the BayNet, releases the noisy marginals,
 runs the attack under each objective and scores it; the prior-only baseline scores the a-priori
 guess z* (the joint MAP of the targets given the known columns, or the best window) on the same
-records; the bound is the one-run count bound (Theorem eps_bound_f_comp via stages.bound.theorems.
-count_bound) with the mechanism's GaussianDP(mu) profile and the records' own prior successes p_i.
-At eps = inf the marginals are exact and the bound is every record.
+records; the bound is stages.bound.theorems.count_bound with the mechanism's GaussianDP(mu) profile and
+the records' own prior successes p_i, and every row names the theorem behind its numbers
+(`bound_theorem`, as the one_run bound box names it: theorem_name). At eps = inf the marginals are
+exact and the bound is every record (EXACT_THEOREM).
 
 Stages (pipeline.cache): `baynet` (the fit, keyed by the table's content hash and the fit settings)
 and `tabular_trial` (one trial's records and the attack's relaxed target columns per objective, keyed
@@ -41,7 +49,22 @@ log = logging.getLogger(__name__)
 
 FIT_STAGE_VERSION = 1
 TRIAL_STAGE_VERSION = 1
-_CONFIDENCE_COLUMNS = {0.05: "bound_05", 0.5: "bound_50", 0.95: "bound_95"}
+_CONFIDENCE_COLUMNS = {0.05: "bound_0.05", 0.5: "bound_0.5", 0.95: "bound_0.95"}
+_EXCEED_COLUMNS = {0.05: "exceed_0.05", 0.5: "exceed_0.5", 0.95: "exceed_0.95"}
+#: The bound_theorem of a setting at eps = inf: the exact marginals reveal every record.
+EXACT_THEOREM = "none: exact marginals (eps = inf), every record can be reconstructed"
+
+
+def theorem_name(profile, metric, domain_size: int) -> str:
+    """The name of the theorem count_bound applies for this profile and success metric, as the one_run bound
+    box names it (stages.bound.one_run.OneRunBound.theorem): the tabular trials call the library's
+    count_bound with the records' own prior successes, the theorem the box uses for one guess per record."""
+    from types import SimpleNamespace
+
+    from stages.bound.one_run import OneRunBound
+
+    return str(OneRunBound().theorem(profile, SimpleNamespace(domain_size=int(domain_size)), metric,
+                                     np.zeros((1, 1), dtype=np.int64))["theorem"])
 
 
 def fit_stage(cache, prior_cfg: Mapping, data_dir):
@@ -67,21 +90,30 @@ class _Tabular(Task):
     """The shared trial loop; subclasses say which (dataset, targets, known, eps, metric) points to play."""
 
     plays_games = False
+    groups = ("prior", "mechanism", "attack", "metric")  # the bound is count_bound itself (bound_theorem names it)
     x_key = "column"
     x_label = "target column"
 
-    def __init__(self, datasets: Mapping, objectives: Sequence[str] = ("noise_aware", "plain"),
-                 ci_level: float = 0.95) -> None:
+    #: The tables played when neither task.datasets nor prior.dataset names one: the stand-ins.
+    DEFAULT_TABLES = ("acs", "fire")
+
+    def __init__(self, datasets: Mapping | None = None, objectives: Sequence[str] = ("noise_aware", "plain"),
+                 ci_level: float = 0.95, default_targets: Mapping | None = None) -> None:
         from stages.attack.rap import OBJECTIVES
         from stages.bound import _validate
-        from stages.prior.tabular import DATASETS
+        from stages.prior.tabular import check_dataset
 
-        self.datasets = {str(k): v for k, v in dict(datasets).items()}
-        if not self.datasets:
-            raise ValueError("datasets must name at least one dataset, got none.")
-        for name in self.datasets:
-            if name not in DATASETS:
-                raise ValueError(f"datasets must be among {sorted(DATASETS)}, got {name!r}.")
+        # datasets: table -> target columns ("all", a column, a list), exactly the tables played; None: the
+        # table of prior.dataset, else DEFAULT_TABLES, each with its default_targets entry (else "all").
+        self.datasets = None if datasets is None else {str(k): v for k, v in dict(datasets).items()}
+        if self.datasets is not None and not self.datasets:
+            raise ValueError("datasets must name at least one dataset (or be null for the defaults), got none.")
+        for name in self.datasets or {}:
+            check_dataset(name, "datasets")
+        self.default_targets = {str(k): v for k, v in dict(default_targets or {}).items()}
+        for name in self.default_targets:
+            check_dataset(name, "default_targets")
+        self.selected: dict = {}
         self.objectives = [str(o) for o in objectives]
         if not self.objectives or any(o not in OBJECTIVES for o in self.objectives):
             raise ValueError(f"objectives must list some of {list(OBJECTIVES)}, got {list(objectives)}.")
@@ -92,8 +124,29 @@ class _Tabular(Task):
     def settings(self, dataset: str, network, epsilon: float) -> list[dict]:
         """Attack settings of one dataset at mechanism.epsilon: {targets, known, epsilon, points: [{x, distance}]}."""
 
+    def select(self, prior_dataset, data_dir) -> dict:
+        """The tables to play and their target columns, checked against each table's domain file."""
+        from stages.prior.tabular import check_dataset, column_indices, read_domain
+
+        if prior_dataset is not None:
+            check_dataset(prior_dataset, "prior.dataset")
+        if self.datasets is not None:
+            selected = dict(self.datasets)
+            if prior_dataset is not None and list(selected) != [prior_dataset]:
+                raise ValueError(f"prior.dataset={prior_dataset} and task.datasets (tables {', '.join(selected)}) "
+                                 f"disagree; name the table in one of them (task.datasets also names its columns).")
+        else:
+            names = [prior_dataset] if prior_dataset is not None else list(self.DEFAULT_TABLES)
+            selected = {name: self.default_targets.get(name, "all") for name in names}
+        for name, wanted in selected.items():
+            if wanted in (None, "all"):
+                continue
+            columns = list(read_domain(name, data_dir))
+            column_indices(columns, [wanted] if isinstance(wanted, str) else list(wanted), f"datasets.{name}")
+        return selected
+
     def one_column(self, dataset: str, network) -> list[str]:
-        column = _columns(network, self.datasets[dataset], dataset)
+        column = _columns(network, self.selected[dataset], dataset)
         if len(column) != 1:
             raise ValueError(f"datasets.{dataset} must name one column for {self.name}, got {column}.")
         return column
@@ -119,13 +172,17 @@ class _Tabular(Task):
                 raise ValueError(f"{group} must be the tabular box {target} for experiment {self.name}, "
                                  f"got {conf.get('_target_')}; drop the {group}= override.")
         # Build every box once now, so a bad value fails before any work.
-        attacks = {o: RAPAttack(attack_cfg["steps"], attack_cfg["learning_rate"], o) for o in self.objectives}
+        attacks = {o: RAPAttack(attack_cfg["steps"], attack_cfg["learning_rate"], o, attack_cfg.get("decode", "joint"))
+                   for o in self.objectives}
+        self.decode = attacks[self.objectives[0]].decode_mode
+        self.selected = self.select(prior_cfg.get("dataset"), cfg.get("data_dir"))
         epsilon = NoisyMarginals(mech_cfg["epsilon"], mech_cfg["delta"], mech_cfg["way"]).epsilon
         n_records = _validate.integer("prior.n_records", prior_cfg["n_records"], minimum=1)
+        self.n_records, self.delta = n_records, float(mech_cfg["delta"])
         metric_cfg = OmegaConf.to_container(cfg.metric, resolve=True)
 
         rows, cells = [], []
-        for dataset in self.datasets:
+        for dataset in self.selected:
             network = fit_stage(cache, {**prior_cfg, "dataset": dataset}, cfg.get("data_dir"))
             for setting in self.settings(dataset, network, epsilon):
                 mechanism = NoisyMarginals(setting["epsilon"], mech_cfg["delta"], mech_cfg["way"])
@@ -136,13 +193,12 @@ class _Tabular(Task):
                 cells.append({"dataset": dataset, "targets": setting["targets"], "epsilon": _epsilon_label(setting["epsilon"]),
                               "noise_scale": results[0][0]["noise_scale"], "n_marginals": results[0][0]["n_marginals"]})
         return {"table": rows, "headline": self.headline(rows), "settings": cells, "trials": trials,
-                "n_records": n_records}
+                "n_records": n_records, "datasets": self.selected, "decode": attacks[self.objectives[0]].decode_mode}
 
     def _trial(self, cache, network, dataset, prior_cfg, setting, mechanism, attacks, metric_cfg, seed, t, trials,
                n_records, confidences) -> list[dict]:
         """Play trial t of a setting: per point, {objective: successes}, prior successes, Sigma p_i and the bound."""
         from pipeline.cache import load_arrays, save_arrays
-        from stages.bound.best import kgk_markov_count
         from stages.bound.box import set_valued_success
         from stages.bound.theorems import count_bound
         from stages.metric import Within
@@ -169,7 +225,9 @@ class _Tabular(Task):
         config = {"stage": "tabular_trial", "version": TRIAL_STAGE_VERSION, "network": _network_key(network),
                   "dataset": dataset, "known": list(prior.known),
                   "n_records": n_records, "epsilon": _epsilon_label(mechanism.epsilon), "delta": mechanism.delta,
-                  "way": mechanism.way, "attacks": {o: a.params() for o, a in attacks.items()}, "seed": seed,
+                  "way": mechanism.way, "seed": seed,
+                  # decode reads the stored relaxed table after the stage: not part of the key
+                  "attacks": {o: {k: v for k, v in a.params().items() if k != "decode"} for o, a in attacks.items()},
                   "trial": t}  # child t of SeedSequence(seed) does not depend on how many trials there are
         stored = load_arrays(cache.get_or_compute("tabular_trial", config, compute)) if cache is not None else compute()
         X = stored["records"]
@@ -179,42 +237,49 @@ class _Tabular(Task):
             metric = Within(distance) if distance is not None else _metric(metric_cfg)
             trial_prior = prior.given_known(X, metric)
             successes = {}
-            for objective in attacks:
-                relaxed = stored[f"relaxed_{objective}"]
-                z = np.stack([np.asarray(metric.best_guess(relaxed[:, tgt, :network.domain[tgt]], 1))[:, 0]
-                              for tgt in prior.targets], axis=1)
+            for objective, attack in attacks.items():
+                z = attack.decode(stored[f"relaxed_{objective}"], prior.targets, metric, network=network,
+                                  known=prior.known, known_values=X[:, prior.known],
+                                  prior_marginals=trial_prior.marginals)
                 successes[objective] = int(prior.score(X, z, metric).sum())
             if mechanism.exact:
                 bound = {c: n_records for c in confidences}
-            elif any(set_valued_success(metric, 1, network.domain[tgt]) for tgt in prior.targets):
-                # a window of several values: the one-run theorem is not valid under approximate DP
-                # (README, Validity); KGK per record + Markov holds for any success set
-                bound = {c: kgk_markov_count(mechanism.profile, trial_prior.prior_success, c) for c in confidences}
+                theorem = EXACT_THEOREM
             else:
-                counts = count_bound(mechanism.profile, trial_prior.prior_success, confidences)
+                # a window of several values is set-valued success: the split theorem's set-valued weights
+                # (collision probability taken as 0, valid for every prior: stages/bound/THEORY.md)
+                set_valued = any(set_valued_success(metric, 1, network.domain[tgt]) for tgt in prior.targets)
+                counts = count_bound(mechanism.profile, trial_prior.prior_success, confidences, set_valued=set_valued)
                 bound = {c: int(v) for c, v in zip(confidences, np.atleast_1d(counts))}
+                widest = max(prior.targets, key=lambda tgt: set_valued_success(metric, 1, network.domain[tgt]))
+                theorem = theorem_name(mechanism.profile, metric, network.domain[widest])
             out.append({"attack": successes, "prior": int(prior.score(X, trial_prior.guess, metric).sum()),
                         "prior_expected": float(trial_prior.prior_success.sum()), "bound": bound,
+                        "bound_theorem": theorem,
                         "noise_scale": float(stored["noise_scale"]), "n_marginals": int(stored["n_marginals"])})
         return out
 
     def _rows(self, dataset, setting, point, results, network) -> list[dict]:
         targets = list(setting["targets"])
-        prior_mean, prior_low, prior_high = mean_interval([r["prior"] for r in results], self.ci_level)
+        n = self.n_records  # successes lie in [0, n]: the intervals are clipped to it
+        prior_mean, prior_low, prior_high = mean_interval([r["prior"] for r in results], self.ci_level, bounds=(0, n))
         bounds = {column: float(np.mean([r["bound"][c] for r in results])) for c, column in _CONFIDENCE_COLUMNS.items()}
         rows = []
         for objective in self.objectives:
             successes = [r["attack"][objective] for r in results]
-            mean, low, high = mean_interval(successes, self.ci_level)
+            mean, low, high = mean_interval(successes, self.ci_level, bounds=(0, n))
             rows.append({
                 "dataset": dataset, "column": "+".join(targets), "m": len(targets),
                 "epsilon": _epsilon_label(setting["epsilon"]), "distance": point.get("distance", 0) or 0,
-                "objective": objective, "trials": len(results),
+                "objective": objective, "decode": self.decode, "trials": len(results),
                 "attack_mean": mean, "attack_ci_low": low, "attack_ci_high": high,
                 "prior_mean": prior_mean, "prior_ci_low": prior_low, "prior_ci_high": prior_high,
                 "prior_expected": float(np.mean([r["prior_expected"] for r in results])),
                 **bounds,
-                "exceed_95": float(np.mean([s > r["bound"][0.95] for s, r in zip(successes, results)])),
+                **{column: float(np.mean([s > r["bound"][c] for s, r in zip(successes, results)]))
+                   for c, column in _EXCEED_COLUMNS.items()},
+                "bound_theorem": "/".join(sorted({r["bound_theorem"] for r in results})), "n_records": n,
+                "delta": self.delta,
                 "noise_scale": results[0]["noise_scale"], "n_marginals": results[0]["n_marginals"],
                 "x": point["x"],
             })
@@ -237,9 +302,9 @@ class _Tabular(Task):
             pos = {x: i for i, x in enumerate(xs)}
             first = [next(r for r in members if r["x"] == x) for x in xs]
             at = np.arange(len(xs), dtype=float)
-            b50 = np.array([float(r["bound_50"]) for r in first])
-            ax.errorbar(at, b50, yerr=[b50 - np.array([float(r["bound_05"]) for r in first]),
-                                       np.array([float(r["bound_95"]) for r in first]) - b50],
+            b50 = np.array([float(r["bound_0.5"]) for r in first])
+            ax.errorbar(at, b50, yerr=[b50 - np.array([float(r["bound_0.05"]) for r in first]),
+                                       np.array([float(r["bound_0.95"]) for r in first]) - b50],
                         fmt="_", color="k", capsize=4, markersize=10, label="bound (conf. 0.05 / 0.5 / 0.95)")
             ax.plot(at, [float(r["prior_mean"]) for r in first], "s", color="0.5", label="prior only")
             for k, (objective, series) in enumerate(group_rows(members, "objective").items()):
@@ -249,13 +314,19 @@ class _Tabular(Task):
                 low = np.nan_to_num(mean - np.array([float(r["attack_ci_low"]) for r in series]))
                 high = np.nan_to_num(np.array([float(r["attack_ci_high"]) for r in series]) - mean)
                 ax.errorbar(x, mean, yerr=[low, high], fmt=markers.get(objective, "o"), capsize=2,
-                            label=f"RAP M-AI ({objective})")
+                            label=f"RAP M-AI ({objective}, {series[0].get('decode', 'per_column')} decode)")
             ax.set_xticks(at, [str(x) for x in xs], rotation=60 if not numeric_x else 0, fontsize=7)
             ax.set_xlabel(x_label)
             ax.set_title(str(name), fontsize=9)
             ax.set_ylim(0, None)
             ax.grid(alpha=0.3)
-        return finish(fig, axes, "records reconstructed (of 100)", path)
+        sizes = "/".join(sorted({str(r.get("n_records", "?")) for r in rows}))
+        trials = "/".join(sorted({str(r.get("trials", "?")) for r in rows}))
+        theorems = "; ".join(sorted({str(r.get("bound_theorem")) for r in rows if r.get("bound_theorem")}))
+        deltas = "/".join(sorted({f"{float(r['delta']):g}" for r in rows if r.get("delta") not in (None, "")}))
+        note = (f"{trials} trials a point; intervals: 95% t-intervals over the trials, clipped to [0, {sizes}]; "
+                f"delta = {deltas or '-'}; bound: {theorems or '-'}")
+        return finish(fig, axes, f"records reconstructed (of {sizes})", path, note=note)
 
 
 def _network_key(network) -> str:
@@ -303,12 +374,13 @@ class TabularSingleColumn(_Tabular):
 
     name = "tabular_single_column"
     columns = ("dataset", "column", "epsilon", "objective", "trials", "attack_mean", "attack_ci_low", "attack_ci_high",
-               "prior_mean", "prior_expected", "bound_05", "bound_50", "bound_95", "exceed_95", "noise_scale",
+               "prior_mean", "prior_expected", "bound_0.05", "bound_0.5", "bound_0.95", "exceed_0.05", "exceed_0.5",
+               "exceed_0.95", "bound_theorem", "n_records", "delta", "noise_scale",
                "n_marginals")
 
     def settings(self, dataset, network, epsilon):
         return [{"targets": [c], "known": None, "epsilon": epsilon, "points": [{"x": c}]}
-                for c in _columns(network, self.datasets[dataset], dataset)]
+                for c in _columns(network, self.selected[dataset], dataset)]
 
     @staticmethod
     def plot(rows, path):
@@ -322,9 +394,10 @@ class TabularEpsilon(_Tabular):
     name = "tabular_epsilon"
     columns = TabularSingleColumn.columns
 
-    def __init__(self, datasets: Mapping, epsilons: Sequence = (0.5, 1, 2, 3, 5, 10, "inf"),
-                 objectives: Sequence[str] = ("noise_aware", "plain"), ci_level: float = 0.95) -> None:
-        super().__init__(datasets, objectives, ci_level)
+    def __init__(self, datasets: Mapping | None = None, epsilons: Sequence = (0.5, 1, 2, 3, 5, 10, "inf"),
+                 objectives: Sequence[str] = ("noise_aware", "plain"), ci_level: float = 0.95,
+                 default_targets: Mapping | None = None) -> None:
+        super().__init__(datasets, objectives, ci_level, default_targets)
         self.epsilons = [_epsilon(e) for e in epsilons]
         if not self.epsilons:
             raise ValueError("epsilons must list at least one value, got [].")
@@ -336,7 +409,8 @@ class TabularEpsilon(_Tabular):
 
     @staticmethod
     def plot(rows, path):
-        return _Tabular.plot_rows(_by_column(rows), path, "epsilon (delta = 1e-5)", "panel", numeric_x=True)
+        deltas = "/".join(sorted({f"{float(r['delta']):g}" for r in rows if r.get("delta") not in (None, "")}))
+        return _Tabular.plot_rows(_by_column(rows), path, f"epsilon (delta = {deltas or '-'})", "panel", numeric_x=True)
 
 
 class TabularMultiColumn(_Tabular):
@@ -344,14 +418,16 @@ class TabularMultiColumn(_Tabular):
 
     name = "tabular_multi_column"
     columns = ("dataset", "column", "m", "epsilon", "objective", "trials", "attack_mean", "attack_ci_low",
-               "attack_ci_high", "prior_mean", "prior_expected", "bound_05", "bound_50", "bound_95", "exceed_95",
+               "attack_ci_high", "prior_mean", "prior_expected", "bound_0.05", "bound_0.5", "bound_0.95", "exceed_0.05", "exceed_0.5",
+               "exceed_0.95", "bound_theorem", "n_records", "delta",
                "noise_scale", "n_marginals")
 
-    def __init__(self, datasets: Mapping, n_known: int = 3, max_targets: int | None = None,
-                 objectives: Sequence[str] = ("noise_aware", "plain"), ci_level: float = 0.95) -> None:
+    def __init__(self, datasets: Mapping | None = None, n_known: int = 3, max_targets: int | None = None,
+                 objectives: Sequence[str] = ("noise_aware", "plain"), ci_level: float = 0.95,
+                 default_targets: Mapping | None = None) -> None:
         from stages.bound import _validate
 
-        super().__init__(datasets, objectives, ci_level)
+        super().__init__(datasets, objectives, ci_level, default_targets)
         self.n_known = _validate.integer("n_known", n_known, minimum=1)
         self.max_targets = None if max_targets is None else _validate.integer("max_targets", max_targets, minimum=1)
 
@@ -374,7 +450,8 @@ class TabularApproximate(_Tabular):
 
     name = "tabular_approximate"
     columns = ("dataset", "column", "distance", "epsilon", "objective", "trials", "attack_mean", "attack_ci_low",
-               "attack_ci_high", "prior_mean", "prior_expected", "bound_05", "bound_50", "bound_95", "exceed_95",
+               "attack_ci_high", "prior_mean", "prior_expected", "bound_0.05", "bound_0.5", "bound_0.95", "exceed_0.05", "exceed_0.5",
+               "exceed_0.95", "bound_theorem", "n_records", "delta",
                "noise_scale", "n_marginals")
 
     def settings(self, dataset, network, epsilon):

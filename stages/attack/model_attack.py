@@ -53,6 +53,9 @@ class ModelAttack:
     """k guesses per canary maximising the success probability under prior(s) * p_model(s | prefix)^(1 / temperature)."""
 
     name = "model_attack"
+    # What the game checks before anything is built: the release is each canary's candidate log-probabilities.
+    needs_mechanism = ("releases_candidate_log_probs",)
+    fits_mechanisms = "a release of the model's log-probabilities of each canary's candidates (mechanism=dpsgd)"
 
     def __init__(self, k: int = 1, temperature: float | str = 1.0) -> None:
         self.k = _validate.integer("k", k, minimum=1)

@@ -5,8 +5,19 @@ as in the paper's tabular appendix: one relaxed row per record; the known column
 and never trained; every unknown column is a softmax over its values, with logits initialised to the
 log of the record's BayNet conditional given its known columns; Adam minimises
 Sigma_V ||Q_V(relaxed) - noisy_V||^2 over the released marginals, where
-Q_V(relaxed)[a, b, c] = (1/N) Sigma_i P_i,V1[a] P_i,V2[b] P_i,V3[c]. The guess is the argmax of each
-target column (for `within`, the centre of the window holding the most relaxed mass).
+Q_V(relaxed)[a, b, c] = (1/N) Sigma_i P_i,V1[a] P_i,V2[b] P_i,V3[c].
+
+decode (how the relaxed table becomes the guess):
+* `joint` (default): the joint MAP of the target columns under the BayNet conditional given the
+  record's known columns, with every unknown column's relaxed row as soft evidence: the likelihood
+  ratio L_ij = P_ij / prior_ij (the relaxed row over the per-column prior it started from, which the
+  noise-aware objective's KL term pulls it towards) multiplies the network, the nuisance columns are
+  summed out and the targets maximised (`BayesNet.joint_map`). Where the release says nothing, L is
+  flat and the guess is the prior-only guess z* (the joint MAP); where it pins a column, L follows it.
+  A single target with every other column known decodes to the argmax of its relaxed row, as before.
+* `per_column`: the argmax of each target column on its own (the paper's projection; for several
+  targets it ignores their dependence and falls below the prior-only joint MAP from m = 3 on).
+For `within` (one target, a window of values) both are the window holding the most relaxed mass.
 
 objective:
 * `plain`: the paper's attack, the squared error above. With much noise (small epsilon) it fits
@@ -33,9 +44,10 @@ import numpy as np
 
 from stages.bound import _validate
 
-__all__ = ["RAPAttack", "OBJECTIVES", "prepare", "relaxed_loss_numpy"]
+__all__ = ["RAPAttack", "OBJECTIVES", "DECODES", "prepare", "relaxed_loss_numpy"]
 
 OBJECTIVES = ("plain", "noise_aware")
+DECODES = ("joint", "per_column")
 _PRIOR_FLOOR = 1e-8
 
 
@@ -243,12 +255,16 @@ class RAPAttack:
 
     name = "rap"
 
-    def __init__(self, steps: int = 2000, learning_rate: float = 0.1, objective: str = "noise_aware") -> None:
+    def __init__(self, steps: int = 2000, learning_rate: float = 0.1, objective: str = "noise_aware",
+                 decode: str = "joint") -> None:
         self.steps = _validate.integer("steps", steps, minimum=0)
         self.learning_rate = _validate.positive("learning_rate", learning_rate)
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {list(OBJECTIVES)}, got {objective!r}.")
         self.objective = objective
+        if decode not in DECODES:
+            raise ValueError(f"decode must be one of {list(DECODES)}, got {decode!r}.")
+        self.decode_mode = decode
 
     def relaxed(self, release, known: Sequence[int], known_values, domain: Sequence[int],
                 prior_marginals: Mapping[int, np.ndarray]) -> tuple[np.ndarray, float]:
@@ -267,13 +283,42 @@ class RAPAttack:
         return prepared.per_column(flat), float(final)
 
     def reconstruct(self, release, known: Sequence[int], known_values, domain: Sequence[int],
-                    prior_marginals: Mapping[int, np.ndarray], targets: Sequence[int], metric) -> np.ndarray:
-        """Guesses z (n, len(targets)): per target column the metric's best guess under the relaxed row."""
-        p, _ = self.relaxed(release, known, known_values, domain, prior_marginals)
+                    prior_marginals: Mapping[int, np.ndarray], targets: Sequence[int], metric,
+                    network=None) -> np.ndarray:
+        """Guesses z (n, len(targets)) from the optimised relaxed table (see `decode`)."""
         if set(targets) & set(int(k) for k in known):
             raise ValueError("targets must not include a known column.")
-        return np.stack([np.asarray(metric.best_guess(p[:, t, :int(domain[t])], 1))[:, 0] for t in targets],
-                        axis=1).astype(np.int64)
+        p, _ = self.relaxed(release, known, known_values, domain, prior_marginals)
+        return self.decode(p, targets, metric, network=network, known=known, known_values=known_values,
+                           prior_marginals=prior_marginals)
+
+    def decode(self, relaxed: np.ndarray, targets: Sequence[int], metric, *, network=None,
+               known: Sequence[int] = (), known_values=None,
+               prior_marginals: Mapping[int, np.ndarray] | None = None) -> np.ndarray:
+        """Guesses z (n, len(targets)) from a relaxed table (n, d, max domain), by `self.decode_mode`.
+
+        `joint` needs the prior's network (a `BayesNet`), the known columns and values and the per-column
+        priors the attack started from (prior_marginals, every unknown column); a set-valued metric
+        (`within`) or a missing network decodes per column.
+        """
+        targets = [int(t) for t in targets]
+        domain = [int(m) for m in (network.domain if network is not None else [relaxed.shape[2]] * relaxed.shape[1])]
+        if self.decode_mode == "per_column" or network is None or not _exact(metric):
+            return np.stack([np.asarray(metric.best_guess(relaxed[:, t, :domain[t]], 1))[:, 0] for t in targets],
+                            axis=1).astype(np.int64)
+        if prior_marginals is None:
+            raise ValueError("decode=joint needs prior_marginals, the per-column priors the attack started from.")
+        known = [int(k) for k in known]
+        soft = {}
+        for j, prior in prior_marginals.items():
+            j = int(j)
+            if j in known:
+                continue
+            q = np.asarray(relaxed[:, j, :domain[j]], dtype=float)
+            ratio = np.maximum(q, 0.0) / np.maximum(np.asarray(prior, dtype=float), _PRIOR_FLOOR)
+            soft[j] = ratio / np.maximum(ratio.max(axis=1, keepdims=True), 1e-300)  # per-record scale: no overflow
+        z, _ = network.joint_map(known, np.asarray(known_values, dtype=np.int64).reshape(-1, len(known)), targets, soft)
+        return z
 
     def guess(self, a, prior, mechanism, metric):
         from stages.prior.baynet import GENERIC_GAME_MESSAGE
@@ -282,4 +327,10 @@ class RAPAttack:
 
     def params(self) -> dict:
         return {"attack": self.name, "steps": self.steps, "learning_rate": self.learning_rate,
-                "objective": self.objective}
+                "objective": self.objective, "decode": self.decode_mode}
+
+
+def _exact(metric) -> bool:
+    from stages.metric import Exact
+
+    return isinstance(metric, Exact)

@@ -15,16 +15,19 @@ is a membership bit and an add/remove profile applies as it is; there MMC counts
 5.2 is in its own setting (canaries included with probability 1/2).
 
 ``set_valued`` says whether a target's success set can hold more than one value (k > 1 guesses, a
-distance window). The one-run theorem for (eps, delta)/f-DP profiles (ours unless the profile is
-eps-DP) is then listed as not applicable: it is not shown for such success and a real mu-GDP
-Gaussian mechanism beats it (``theorems.SET_VALUED_REASON``). So are the comparators whose games score
-one exact guess among candidates (MMC, Steinke, Cherubin). What stays is valid for any success event E
-of prior probability p, because its proof only compares Pr[E] on neighbouring datasets: ours for an
-eps-DP profile (Theorem 3.1, the posterior argument), KGK 1 - f(p) (the trade-off curve applied to
-the test "E happened"), Narcissus e^eps p + delta, ReRo and Stock (Renyi DP applied to the same
-event). For counts over n targets KGK gives E[#attacked] <= sum_i (1 - f(p_i)) (each target's success
-probability is bounded with the others' records fixed, and expectation is linear), turned into a
-count with Markov's inequality: the smallest c with sum_i (1 - f(p_i)) / (c + 1) <= 1 - confidence.
+distance window). Ours is then the split theorem with its set-valued weights (``theorems.tail_bound``,
+``collision`` the priors' collision probabilities, None for the worst case); the comparators whose
+games score one exact guess among candidates (MMC, Steinke, Cherubin) are listed as not applicable.
+What stays from prior work is valid for any success event E of prior probability p, because its proof
+only compares Pr[E] on neighbouring datasets: KGK 1 - f(p) (the trade-off curve applied to the test
+"E happened"), Narcissus e^eps p + delta, ReRo and Stock (Renyi DP applied to the same event). For
+counts over n targets KGK gives E[#attacked] <= sum_i (1 - f(p_i)) (each target's success probability
+is bounded with the others' records fixed, and expectation is linear), turned into a count with
+Markov's inequality: the smallest c with sum_i (1 - f(p_i)) / (c + 1) <= 1 - confidence.
+
+Steinke, Nasr & Jagielski's one-run count (Thm 5.2) is never reported as a count: exact (eps, delta)-DP
+mechanisms beat it (``STEINKE_COUNT_REASON``); at one target (m = r = v = 1) it is q + 2 delta (1 - q),
+above the exact single-target worst case, and stays as a probability bound.
 """
 from __future__ import annotations
 
@@ -37,7 +40,7 @@ from scipy import optimize, special
 
 from . import _validate, prior_work, theorems
 
-__all__ = ["BestBound", "best_bound", "SOURCES", "kgk_markov_count"]
+__all__ = ["BestBound", "best_bound", "SOURCES", "kgk_markov_count", "STEINKE_COUNT_REASON"]
 
 #: Every name best_bound can report, ours first (ties go to the earlier name).
 SOURCES = ("ours", "kgk", "mmc", "steinke", "rero", "narcissus", "cherubin", "stock")
@@ -173,17 +176,22 @@ _MMC_MEMBERSHIP = (
 )
 
 
+#: Why Steinke et al.'s one-run count is not reported (THEORY.md, section "What the paper's theorem gets wrong").
+STEINKE_COUNT_REASON = (
+    "Steinke, Nasr & Jagielski's one-run count (Thm 5.2, alpha 2 n delta) is beaten by exact (eps, delta)-DP "
+    "mechanisms (n = 3 uniform bits, (0, 0.1)-DP: Pr[>= 1 correct] = 77/80 > 0.95): not a valid bound; see "
+    "stages/bound/THEORY.md"
+)
+
 #: Why a comparator scoring one exact guess among candidates does not apply to set-valued success.
 _EXACT_GUESS_ONLY = "its game scores one exact guess among candidates; success here is a set of values (set_valued=True)"
 
 
-def _set_valued_skips(profile, kind: str) -> dict:
-    """What set-valued success rules out (module docstring): ours unless eps-DP, MMC, Steinke, Cherubin."""
+def _set_valued_skips(kind: str) -> dict:
+    """What set-valued success rules out (module docstring): MMC, Steinke, Cherubin."""
     skipped = {name: _EXACT_GUESS_ONLY for name in ("mmc", "steinke")}
     if kind == "probability":
         skipped["cherubin"] = _EXACT_GUESS_ONLY
-    if theorems.pure_epsilon_of(profile) is None:
-        skipped["ours"] = theorems.SET_VALUED_REASON
     return skipped
 
 
@@ -196,11 +204,10 @@ def kgk_markov_count(profile, p, confidence: float) -> int:
     return int(np.clip(math.ceil(total / (1.0 - conf)) - 1, 0, q.size))
 
 
-def _probability_bounds(profile, p: float, game: str, set_valued: bool = False) -> tuple[dict, dict]:
+def _probability_bounds(profile, p: float, game: str, set_valued: bool = False, collision=None) -> tuple[dict, dict]:
     values: dict = {}
-    skipped: dict = _set_valued_skips(profile, "probability") if set_valued else {}
-    if "ours" not in skipped:
-        values["ours"] = float(theorems.success_bound(profile, p, game=game))
+    skipped: dict = _set_valued_skips("probability") if set_valued else {}
+    values["ours"] = float(theorems.success_bound(profile, p, game=game, set_valued=set_valued, collision=collision))
     values["kgk"] = float(prior_work.kgk_bound(profile, p))
 
     if "mmc" in skipped:
@@ -263,18 +270,18 @@ def _probability_bounds(profile, p: float, game: str, set_valued: bool = False) 
 # ---------------------------------------------------------------- n targets: count bounds
 
 
-def _count_bounds(profile, p: np.ndarray, confidence: float, game: str, set_valued: bool = False) -> tuple[dict, dict]:
+def _count_bounds(profile, p: np.ndarray, confidence: float, game: str, set_valued: bool = False,
+                  collision=None) -> tuple[dict, dict]:
     skipped: dict = {name: "bounds one target's success probability, not a count over n targets"
                      for name in ("kgk", "rero", "narcissus", "cherubin", "stock")}
+    values: dict = {"ours": int(np.asarray(theorems.count_bound(profile, p, confidence, game=game, set_valued=set_valued,
+                                                                collision=collision)))}
     if set_valued:
-        skipped.update(_set_valued_skips(profile, "count"))
+        skipped.update(_set_valued_skips("count"))
         # the any-metric fallback: KGK per target, summed, with Markov (module docstring)
         del skipped["kgk"]
-        values: dict = {"kgk": kgk_markov_count(profile, p, confidence)}
-        if "ours" not in skipped:
-            values["ours"] = int(np.asarray(theorems.count_bound(profile, p, confidence, game=game)))
+        values["kgk"] = kgk_markov_count(profile, p, confidence)
         return values, skipped
-    values = {"ours": int(np.asarray(theorems.count_bound(profile, p, confidence, game=game)))}
     guessed = p[p > 0]
     try:
         prior_work.uniform_candidates(p, bound="mmc")
@@ -288,25 +295,8 @@ def _count_bounds(profile, p: np.ndarray, confidence: float, game: str, set_valu
         skipped["mmc"] = _MMC_MEMBERSHIP
     else:
         skipped["mmc"] = "applies only to uniform priors: every p_i must be 1/k for one k >= 2 (or 0, an abstention)"
-    if binary:
-        values["steinke"] = _steinke_count(profile, p, confidence)
-    else:
-        skipped["steinke"] = "applies only to membership inference: every p_i must be 1/2 (or 0, an abstention)"
+    skipped["steinke"] = STEINKE_COUNT_REASON
     return values, skipped
-
-
-def _steinke_count(profile, p: np.ndarray, confidence: float) -> int:
-    """min over an eps grid of Steinke's count at (eps, delta(eps)): each is valid, so the least is."""
-    grid = _epsilon_grid(profile, 60.0)
-    grid = np.unique(np.concatenate([grid[:: max(1, len(grid) // 200)], grid[-1:]]))
-    deltas = np.asarray(profile.delta(grid), dtype=float)
-    best = None
-    for e, d in zip(grid, deltas):
-        if d >= 1.0:
-            continue
-        v = int(prior_work.steinke_bound(float(e), float(d), p, confidence=confidence))
-        best = v if best is None else min(best, v)
-    return int(np.count_nonzero(p)) if best is None else best
 
 
 # ---------------------------------------------------------------- the public function
@@ -314,7 +304,7 @@ def _steinke_count(profile, p: np.ndarray, confidence: float) -> int:
 
 def best_bound(
     profile, p, *, n: int | None = None, confidence: float | None = None, game: str = "reconstruction",
-    set_valued: bool = False,
+    set_valued: bool = False, collision=None,
 ) -> BestBound:
     """The smallest bound, over ours and every applicable comparator, for one setting.
 
@@ -334,9 +324,11 @@ def best_bound(
       is the right relation), MMC applies only with k = 2 and Steinke in its own setting.
 
     * ``set_valued=True``: a target's success set can hold more than one value (k > 1 guesses, a
-      distance window). Only bounds valid for any success event remain (module docstring): ours
-      only for an eps-DP profile, kgk, narcissus, rero, stock; for counts ours (eps-DP) and kgk summed
-      over the targets with Markov's inequality. The others are in ``not_applicable`` with the reason.
+      distance window). Ours uses the split theorem's set-valued weights with the priors' collision
+      probabilities ``collision`` (None: the worst case); of prior work only bounds valid for any success
+      event remain (module docstring): kgk, narcissus, rero, stock, and for counts kgk summed over the
+      targets with Markov's inequality. The others are in ``not_applicable`` with the reason.
+    * Steinke's one-run count is always in ``not_applicable`` (``STEINKE_COUNT_REASON``).
 
     Returns a BestBound whose ``value`` is the minimum of ``all`` and ``source`` its name (ours wins
     ties). Raises ValueError for n > 1 targets without a confidence.
@@ -362,13 +354,14 @@ def best_bound(
                 f"best_bound over n = {arr.size} targets needs a confidence (e.g. confidence=0.95) for a count "
                 "bound; without one it bounds one target's success probability."
             )
-        values, skipped = _probability_bounds(profile, float(arr[0]), game, set_valued)
+        values, skipped = _probability_bounds(profile, float(arr[0]), game, set_valued,
+                                              None if collision is None else float(np.ravel(collision)[0]))
         kind = "probability"
     else:
         c = _validate.confidence("confidence", confidence)
         if c.ndim != 0:
             raise ValueError(f"confidence must be a single number in (0, 1), got {confidence!r}.")
-        values, skipped = _count_bounds(profile, arr, float(c), game, set_valued)
+        values, skipped = _count_bounds(profile, arr, float(c), game, set_valued, collision)
         kind = "count"
 
     source = min((name for name in SOURCES if name in values), key=lambda name: (values[name], SOURCES.index(name)))

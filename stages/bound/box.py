@@ -19,7 +19,7 @@ import numpy as np
 from stages.bound import _validate
 
 __all__ = ["PlayedTrials", "played_trials", "group_prior_success", "guesses_per_trial", "guesses_per_target", "as_confidences",
-           "count_dict", "set_valued_success"]
+           "count_dict", "set_valued_success", "prior_collision", "bound_theorem"]
 
 
 @dataclass(frozen=True)
@@ -137,8 +137,7 @@ def set_valued_success(metric, k: int, domain_size: int | None = None) -> bool:
     here cover the same window shape everywhere, clipped at the ends); a metric without ``covered``
     counts as set-valued, the safe side. ``domain_size`` None: probed on 3 candidates.
 
-    The one-run theorem for (eps, delta)/f-DP profiles is refused for set-valued success
-    (stages.bound.theorems.SET_VALUED_REASON), so the bound boxes fall back to bounds valid for any metric.
+    The split theorem (stages/bound/THEORY.md) weighs delta differently for set-valued success.
     """
     m = 3 if domain_size is None else int(domain_size)
     if m < 2:
@@ -152,27 +151,38 @@ def set_valued_success(metric, k: int, domain_size: int | None = None) -> bool:
     return bool(np.max(np.count_nonzero(covered(probes, m), axis=1)) > 1)
 
 
+def prior_collision(prior) -> np.ndarray | None:
+    """c_i = sum_x D_i(x)^2 per target (the prior's collision probability), or None if the prior has no
+    probability matrix (the split theorem then uses c_i = 0, valid for every prior)."""
+    probabilities = getattr(prior, "probabilities", None)
+    if probabilities is None:
+        return None
+    arr = np.asarray(probabilities, dtype=float)
+    return np.einsum("ij,ij->i", arr, arr) if arr.ndim == 2 else None
+
+
 def bound_theorem(profile, metric, k: int, domain_size: int | None, default: str, pure: str | None = None) -> dict:
-    """Which theorem a box uses and why, for the run's log and metrics.json.
+    """Which theorem a box uses and why, for the run's log and metrics.json (and every output showing the bound).
 
     ``default`` is the box's own theorem, ``pure`` what it becomes for an eps-DP profile (the theorems
     use Theorem 3.1 at the profile's eps there: stages.bound.theorems.pure_epsilon_of), None if the
-    same. Both are kept for single-guess success, and the eps-DP one for set-valued success too
-    (Theorem 3.1 holds for every metric); otherwise, for set-valued success, the fallback is KGK per
-    target summed over the targets with Markov's inequality (stages.bound.best.kgk_markov_count).
+    same. For set-valued success the split theorem uses the set-valued weights (1 - c_i) / (e^eps p_i
+    + 1 - p_i) instead of 1 - beta_i. ``version`` is the split theorem's version
+    (stages.bound.theorems.SPLIT_THEOREM_VERSION): results from before version 2 used the paper's
+    one-run theorem, which exact DP mechanisms beat.
     """
     from stages.bound.profiles import for_game
-    from stages.bound.theorems import SET_VALUED_REASON, pure_epsilon_of
+    from stages.bound.theorems import SPLIT_THEOREM_VERSION, pure_epsilon_of
 
     set_valued = set_valued_success(metric, k, domain_size)
     is_pure = pure_epsilon_of(for_game(profile, "reconstruction")) is not None
     name = pure if (is_pure and pure is not None) else default
-    if not set_valued:
-        return {"theorem": name, "set_valued": False, "reason": "one exact guess per target"}
     if is_pure:
-        return {"theorem": name, "set_valued": True,
-                "reason": "success is set-valued and the mechanism is eps-DP: Theorem 3.1 holds for every success metric"}
-    return {"theorem": "kgk_markov", "set_valued": True,
-            "reason": f"success is set-valued (k = {int(k)} guesses, metric {getattr(metric, 'name', metric)!s}) and "
-                      f"{SET_VALUED_REASON}; fallback: E[#attacked] <= sum_i (1 - f(p*_i)) (KGK per target, valid "
-                      "for any metric) and Markov's inequality"}
+        reason = ("the mechanism is eps-DP: Theorem 3.1 at its eps holds for every success metric"
+                  + (" (success is set-valued here)" if set_valued else ""))
+    elif set_valued:
+        reason = (f"success is set-valued (k = {int(k)} guesses, metric {getattr(metric, 'name', metric)!s}): delta(eps) "
+                  "weighted by (1 - c_i) / (e^eps p_i + 1 - p_i), c_i the prior's collision probability")
+    else:
+        reason = "one exact guess per target: delta(eps) weighted by 1 - beta_i"
+    return {"theorem": name, "set_valued": set_valued, "reason": reason, "version": SPLIT_THEOREM_VERSION}

@@ -5,7 +5,8 @@ target as the attack makes) and the mechanism's privacy profile, translated into
 description its paper uses:
 
 * `mmc`, `steinke`: one-run tail bounds Pr[#attacked >= v] of their own (uniform priors 1/k, and
-  1/2, only).
+  1/2, only). Steinke's count is refused for n > 1 targets: exact DP mechanisms beat it
+  (stages.bound.best.STEINKE_COUNT_REASON); at one target it is a valid success bound.
 * `kgk`, `rero`, `narcissus`, `stock`, `cherubin`: bounds s_i on one target's success probability.
   Their papers say nothing about how successes on different targets combine, so the tail uses only
   what they give, E[#attacked] <= sum_i s_i, and Markov's inequality: Pr[#attacked >= v] <= sum_i s_i / v.
@@ -132,6 +133,10 @@ class ComparatorBound:
         if self.comparator == "mmc":
             counts = _count_from_tail(lambda v: prior_work.mmc_tail_bound(profile, p_star, v), n, levels)
         elif self.comparator == "steinke":
+            if n > 1:
+                from stages.bound.best import STEINKE_COUNT_REASON
+                raise ValueError(f"bound.name must not be steinke for n = {n} targets: {STEINKE_COUNT_REASON}; use "
+                                 "bound=one_run, or bound.name=mmc or kgk.")
             pairs = _eps_delta_pairs(profile)
             counts = np.min(
                 [_count_from_tail(lambda v: prior_work.steinke_tail_bound(e, d, p_star, v), n, levels) for e, d in pairs],

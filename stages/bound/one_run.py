@@ -1,18 +1,16 @@
-"""Bound box `one_run`: the worst-case-prior bound, one count for all releases (Appendix C, thm:eps_bound_f_comp).
+"""Bound box `one_run`: the worst-case-prior bound, one count for all releases (the split one-run theorem).
 
 The flipping probabilities use z*, the a-priori Bayes-optimal guesses (as many per target as the
 attack makes), so the bound holds over the draw of the data and the release without looking at it.
-
-When a target's success set can hold more than one value (k > 1 guesses, metric=within) and the
-mechanism is not eps-DP, that theorem is not valid (stages.bound.theorems.SET_VALUED_REASON): the box
-then gives KGK per target summed with Markov's inequality instead (``theorem`` says which, and why).
+The theorem is stages/bound/THEORY.md's Theorem 1, which replaces the paper's thm:eps_bound_f_comp
+(exact DP mechanisms beat that one for n >= 2 targets). When a target's success set can hold more
+than one value (k > 1 guesses, metric=within) the delta term is weighted by the prior's collision
+probability instead of 1 - beta_i (``theorem`` says which).
 """
 from __future__ import annotations
 
-from stages.bound.best import kgk_markov_count
-from stages.bound.box import as_confidences, bound_theorem, count_dict, guesses_per_target
-from stages.bound.profiles import for_game
-from stages.bound.theorems import count_bound
+from stages.bound.box import as_confidences, bound_theorem, count_dict, guesses_per_target, prior_collision
+from stages.bound.theorems import SPLIT_THEOREM, count_bound
 
 __all__ = ["OneRunBound"]
 
@@ -30,15 +28,14 @@ class OneRunBound:
         k = guesses_per_target(trials)
         levels = as_confidences(confidences)
         p_star = prior.success_probability(prior.a_priori_guess(metric, k), metric)
-        if self.theorem(profile, prior, metric, trials)["theorem"] == "kgk_markov":
-            prof = for_game(profile, "reconstruction")
-            return count_dict(levels, [kgk_markov_count(prof, p_star, float(c)) for c in levels])
-        return count_dict(levels, count_bound(profile, p_star, levels))
+        set_valued = self.theorem(profile, prior, metric, trials)["set_valued"]
+        return count_dict(levels, count_bound(profile, p_star, levels, set_valued=set_valued,
+                                              collision=prior_collision(prior) if set_valued else None))
 
     def theorem(self, profile, prior, metric, trials) -> dict:
-        """{"theorem", "set_valued", "reason"}: the one-run theorem, or the KGK/Markov fallback for set-valued success."""
+        """{"theorem", "set_valued", "reason", "version"}: the split one-run theorem (Theorem 3.1 if eps-DP)."""
         return bound_theorem(profile, metric, guesses_per_target(trials), getattr(prior, "domain_size", None),
-                             "one_run (thm:eps_bound_f_comp)",
+                             f"{SPLIT_THEOREM}, a-priori guesses z*",
                              "Theorem 3.1 at the profile's eps (eps-DP), a-priori guesses z*")
 
     def params(self) -> dict:

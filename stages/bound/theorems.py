@@ -84,23 +84,22 @@ def pure_epsilon_of(profile) -> float | None:
     return None
 
 
-#: Why the one-run theorem for (eps, delta)/f-DP profiles is not used when success is set-valued.
-SET_VALUED_REASON = (
-    "the one-run theorem for (eps, delta)/f-DP profiles (Thm. eps_bound_approx_comp / f_comp) is not shown "
-    "for success sets with more than one value, and a real mu-GDP Gaussian mechanism beats it there "
-    "(mu = 1, top-40 of 100 values, p = 0.4: attack 0.673 vs bound 0.626)"
+#: The name and version of the theorem behind every non-pure bound here, recorded in metrics.json so
+#: results computed under the paper's (invalid) one-run theorem can be told apart.
+SPLIT_THEOREM = "split one-run theorem (THEORY.md Thm 1)"
+SPLIT_THEOREM_VERSION = 2
+#: Why the paper's one-run theorem (and Steinke et al.'s Thm 5.2) is not used by this library.
+PAPER_ONE_RUN_REASON = (
+    "the paper's one-run theorem (thm:eps_bound_approx_comp / f_comp: Pr[S* >= v] + alpha n delta) and Steinke, "
+    "Nasr & Jagielski's Thm 5.2 are beaten by exact (eps, delta)-DP mechanisms for n >= 2 targets "
+    "(n = 2, (0, 0.1)-DP, uniform bits: 33/40 > 0.8; see stages/bound/THEORY.md)"
 )
 
 
-def _check_set_valued(profile: PrivacyProfile, set_valued: bool, function: str) -> None:
-    """Refuse the one-run theorem for set-valued success on a profile that is not eps-DP."""
+def _check_set_valued(set_valued) -> bool:
     if not isinstance(set_valued, (bool, np.bool_)):
         raise ValueError(f"set_valued must be True or False, got {set_valued!r}.")
-    if set_valued and pure_epsilon_of(profile) is None:
-        raise ValueError(
-            f"{function} cannot bound set-valued success for {profile!r}: {SET_VALUED_REASON}; use "
-            "prior_work.kgk_bound per target (best_bound(..., set_valued=True) does), or an eps-DP profile."
-        )
+    return bool(set_valued)
 
 
 def _profile(profile, game: str = "reconstruction") -> PrivacyProfile:
@@ -189,64 +188,78 @@ class _NormalTail(_Tail):
         self.end = hi + 1
 
 
-def _lp_value(tail: _Tail, v: int, m: float) -> float:
-    """The LP of the approximate-DP appendix: max E[g(F)] s.t. E[F] <= m, with g(j) = T(v - j).
+def _budget_value(tail: _Tail, v: int, m: float) -> float:
+    """The split theorem's value at one eps: min_{J >= 0} (sum_{i=0}^{J} T(v - i) + m) / (J + 1), capped at 1.
 
-    ``T`` is the tail of S* (a Poisson binomial: log-concave, so g is convex then concave in j), and
-    the optimum is the least concave majorant of g at m. We form the optimal dual pair (gamma,
-    alpha): for m before the tangent point j*, gamma = T(v) and alpha = max_j (T(v-j) - T(v)) / j,
-    the paper's choice; beyond it, the supporting line of g's concave part at m. Any floating-point
-    violation of dual feasibility (gamma + alpha j >= g(j) for all j) is added back, so the value
-    is always a certified upper bound; it equals the primal LP optimum up to rounding.
+    ``T`` is (an upper bound on) the tail of S*, ``m`` the budget delta(eps) sum_i w_i(eps) of extra
+    successes. For every J, 1[s + f >= v] <= (sum_{i=0}^{J} 1[s >= v - i] + f) / (J + 1) for integers
+    s, f >= 0, so taking expectations with s <= S* coupled and E[f] <= m gives a valid bound
+    (stages/bound/THEORY.md, Lemma 3); the minimum over J equals the LP max Pr[S* + F >= v] over
+    all joint laws of (S*, F) with E[F] <= m (F filling the shortfall v - S* cheapest first).
+    The average over J + 1 consecutive tail values is unimodal in J (T(v - i) grows with i), so the
+    window is doubled until the minimum lies inside it.
     """
     g0 = float(tail(np.array([v]))[0])
-    if m <= 0:
+    if m <= 0.0:
         return g0
-    J = max(1, v - tail.offset)  # g(j) = 1 for j >= J
-    if m >= J:
+    if m >= 1.0 and g0 >= 1.0:
         return 1.0
-    # g is constant (= g0) for j < v - end + 1, where S* has no mass: those j never give a larger
-    # slope, and a line above g at j = 0 and at j_lo is above it in between.
-    j_lo = max(1, v - tail.end + 1)
-    # Work on j <= W, enlarging W until no j > W can matter: there g(j) <= 1, so a slope from
-    # (0, g0) is at most (1 - g0) / W, and the dual line covers g once it reaches 1.
-    W = min(J, max(j_lo + 1024, int(2 * math.ceil(m)) + 2))
+    width = 64
     while True:
-        j = np.arange(j_lo, W + 1)
-        g = tail(v - j)
-        slopes = (g - g0) / j
-        i = int(np.argmax(slopes))
-        tangent, slope = int(j[i]), float(slopes[i])
-        if W < J and slope < (1.0 - g0) / W:
-            W = min(J, j_lo + 4 * (W - j_lo))
-            continue
-        if m <= tangent:
-            alpha, gamma = slope, g0
-        else:
-            k = int(math.floor(m))  # m < J, and m > tangent >= j_lo
-            alpha = float(tail(np.array([v - k - 1]))[0] - tail(np.array([v - k]))[0])
-            gamma = float(tail(np.array([v - k]))[0]) - alpha * k
-        alpha = max(alpha, 0.0)
-        if W < J and gamma + alpha * W < 1.0:
-            W = min(J, j_lo + 4 * (W - j_lo))
-            continue
-        violation = max(float(np.max(g - gamma - alpha * j)), g0 - gamma)
-        return min(1.0, gamma + alpha * m + max(violation, 0.0))
+        J = min(width, max(v, 0) + 1)
+        terms = tail(v - np.arange(J + 1))
+        values = (np.cumsum(terms) + m) / np.arange(1, J + 2)
+        best = int(np.argmin(values))
+        if best < J or J >= v + 1 or terms[-1] >= 1.0:
+            return float(min(1.0, values[best]))
+        width *= 4
+
+
+def budget_weights(eps: float, p: np.ndarray, numerator: np.ndarray) -> np.ndarray:
+    """w_i(eps) = numerator_i / (e^eps p_i + 1 - p_i), computed in log space (no overflow at any eps).
+
+    The split theorem's per-target share of delta(eps) (stages/bound/THEORY.md, Lemma 2): numerator
+    1 - p_i for one exact guess (then w_i = 1 - beta_i), 1 - c_i for set-valued success with c_i the
+    collision probability sum_x D_i(x)^2 of target i's prior (0 when unknown, the safe side).
+    """
+    p = np.asarray(p, dtype=float)
+    with np.errstate(divide="ignore"):
+        log_den = np.logaddexp(eps + np.log(p), np.log1p(-p))
+    return np.asarray(numerator, dtype=float) * np.exp(-log_den)
+
+
+def _numerators(q: np.ndarray, set_valued: bool, collision) -> np.ndarray:
+    """The split theorem's weight numerators: 1 - p_i (one exact guess), 1 - c_i (set-valued)."""
+    if not set_valued:
+        return 1.0 - q
+    if collision is None:
+        return np.ones_like(q)
+    c = np.broadcast_to(_validate.probability("collision", collision), q.shape).astype(float)
+    return 1.0 - c
 
 
 @dataclass
 class _OneRun:
-    """Evaluates the one-run objective B(v, eps) (the LP value at m = n delta(eps)), caching by eps."""
+    """Evaluates the split theorem's objective B(v, eps) at m = delta(eps) sum_i w_i(eps), caching by eps.
+
+    ``numerator`` holds each target's weight numerator (``_numerators``): 1 - p_i for one exact guess,
+    1 - c_i for set-valued success.
+    """
 
     profile: PrivacyProfile
     p: np.ndarray
+    numerator: np.ndarray | None = None
     approximate: bool = False
     n: int = field(init=False)
     cache: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.n = len(self.p)
-        self.values, self.counts = np.unique(self.p, return_counts=True)
+        numerator = 1.0 - self.p if self.numerator is None else np.asarray(self.numerator, dtype=float)
+        self.values, inverse, self.counts = np.unique(self.p, return_inverse=True, return_counts=True)
+        # w is linear in the numerator, so the targets sharing a p share one summed numerator
+        self.numerator_sums = np.bincount(inverse.ravel(), weights=numerator.ravel(), minlength=len(self.values))
+        self.weight_p = self.values
         self.weights = self.counts.astype(float)
         with np.errstate(divide="ignore"):
             self.logits = special.logit(self.values)
@@ -260,11 +273,15 @@ class _OneRun:
             idx = np.clip(np.searchsorted(edges, lg, side="right") - 1, 0, _APPROXIMATE_BINS - 1)
             total = np.bincount(idx, weights=w, minlength=_APPROXIMATE_BINS)
             moment = np.bincount(idx, weights=w * lg, minlength=_APPROXIMATE_BINS)
+            nums = np.bincount(idx, weights=self.numerator_sums[finite], minlength=_APPROXIMATE_BINS)
             used = total > 0
             self.logits = np.concatenate([moment[used] / total[used], self.logits[~finite]])
             self.weights = np.concatenate([total[used], self.weights[~finite]])
+            self.weight_p = special.expit(self.logits)
+            self.numerator_sums = np.concatenate([nums[used], self.numerator_sums[~finite]])
 
     def at(self, eps: float):
+        """(tail of S*_eps, budget m(eps) = delta(eps) sum_i w_i(eps)) at one eps."""
         eps = float(eps)
         if eps not in self.cache:
             b = special.expit(eps + self.logits)  # = beta(eps, p), exact at p in {0, 1} too
@@ -272,38 +289,44 @@ class _OneRun:
                 tail = _NormalTail(float(b @ self.weights), float((b * (1 - b)) @ self.weights), self.n)
             else:
                 tail = _Tail(distribution_grouped(b, self.counts))
-            self.cache[eps] = (tail, self.profile.delta_upper(eps))
+            d = self.profile.delta_upper(eps)
+            m = d * float(np.sum(budget_weights(eps, self.weight_p, self.numerator_sums))) if d > 0 else 0.0
+            self.cache[eps] = (tail, m)
         return self.cache[eps]
 
     def objective(self, eps: float, v: int) -> float:
-        """B(v, eps): Pr[S*_eps >= v] + the LP's worst-case contribution of delta(eps) (<= 1)."""
+        """B(v, eps) = min_J (sum_{i<=J} Pr[S*_eps >= v - i] + m(eps)) / (J + 1), capped at 1."""
         if v <= 0:
             return 1.0
         if v > self.n:
             return 0.0
-        tail, d = self.at(eps)
-        return _lp_value(tail, int(v), self.n * d)
+        tail, m = self.at(eps)
+        return _budget_value(tail, int(v), m)
 
     def search_objective(self, eps: float, v: int) -> float:
         """B(v, eps), tilted where it saturates at 1 so a minimiser sees which way the valley lies.
 
-        The bound saturates for small eps (the delta term m = n delta(eps) covers all of v) and for
-        large eps (S*'s whole support lies at or above v). The tilt grows with m on the left and with
-        the support's distance above v on the right; it only steers the search, never a result.
+        The bound saturates for small eps (the budget m(eps) covers the shortfall to v) and for large
+        eps (S*'s mass lies at or above v). The tilt grows with m on the left and with the mean of S*
+        (and its support) above v on the right; it only steers the search, never a result.
         """
         value = self.objective(eps, v)
         if value < 1.0:
             return value
-        tail, d = self.at(eps)
-        return 1.0 + 1e-3 * (max(0, tail.offset + 1 - v) + min(self.n * d, self.n)) / self.n
+        tail, m = self.at(eps)
+        return 1.0 + 1e-3 * (max(0.0, self.mean(eps) - v) + max(0, tail.offset + 1 - v) + min(m, self.n)) / self.n
+
+    def mean(self, eps: float) -> float:
+        """E[S*_eps] = sum_i beta(eps, p_i) (steers the search where the bound saturates)."""
+        return float(special.expit(float(eps) + self.logits) @ self.weights)
 
     def smallest_passing(self, eps: float, t: float, hint: int | None = None) -> int:
-        """The smallest v with B(v, eps) <= t (B is non-increasing in v).
+        """The smallest v with B(v, eps) <= t (B is non-increasing in v: every T(v - i) is).
 
         With a ``hint`` (a nearby answer, e.g. at a neighbouring eps) the search gallops from it,
         which costs O(log distance) evaluations; otherwise it bisects from a lower bound.
         """
-        tail, d = self.at(eps)
+        tail, m = self.at(eps)
         lo, hi = max(1, tail.first_below(t)) - 1, self.n + 1  # B(lo) > t (B >= T), B(hi) = 0 <= t
         if hint is not None and lo < hint < hi:
             if self.objective(eps, hint) <= t:
@@ -319,9 +342,8 @@ class _OneRun:
                     step *= 2
                 hi = min(hi, lo + step)
         else:
-            m = self.n * d
-            if m < t:  # B(v) <= T(v) + m (1 - T(v)) since Pr[F >= 1] <= E[F] <= m
-                cand = max(lo + 1, tail.first_below((t - m) / (1.0 - m)))
+            if m < t:  # B(v) <= T(v) + m (the J = 0 term)
+                cand = max(lo + 1, tail.first_below(t - m))
                 if cand < hi and self.objective(eps, cand) <= t:
                     hi = cand
         while hi - lo > 1:  # invariant: B(lo) > t (or lo = 0), B(hi) <= t
@@ -385,15 +407,18 @@ class _OneRun:
         return out
 
 
-def tail_bound_at(profile, p, v, eps, *, game: str = "reconstruction", set_valued: bool = False) -> float:
-    """The one-run bound at a fixed eps: Pr[S* >= v] + alpha n delta(eps) (no minimisation).
+def tail_bound_at(profile, p, v, eps, *, game: str = "reconstruction", set_valued: bool = False,
+                  collision=None) -> float:
+    """The split one-run theorem at a fixed eps (no minimisation over eps):
+
+    min_{J >= 0} (sum_{i=0}^{J} Pr[S*_eps >= v - i] + delta(eps) sum_i w_i(eps)) / (J + 1).
 
     For an eps-DP profile only eps >= the profile's eps is allowed (there delta(eps) = 0 and this is
-    Theorem 3.1); below it the one-run point is not a valid bound (see ``pure_epsilon_of``).
-    ``set_valued`` as in tail_bound.
+    Theorem 3.1); below it the point is not a valid bound (see ``pure_epsilon_of``).
+    ``set_valued`` and ``collision`` as in tail_bound.
     """
     profile = _profile(profile, game)
-    _check_set_valued(profile, set_valued, "tail_bound_at")
+    set_valued = _check_set_valued(set_valued)
     q = _priors(p)
     v = _validate.integer("v", v)
     e = float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))
@@ -401,24 +426,30 @@ def tail_bound_at(profile, p, v, eps, *, game: str = "reconstruction", set_value
     if pure is not None and e < pure:
         raise ValueError(f"eps must be >= the profile's eps = {pure!r} for {profile!r} (Theorem 3.1 holds at the "
                          f"profile's eps, the one-run point below it is not a valid bound), got {e!r}.")
-    return float(_OneRun(profile, q).objective(e, v))
+    return float(_OneRun(profile, q, _numerators(q, set_valued, collision)).objective(e, v))
 
 
 def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7, game: str = "reconstruction",
-               set_valued: bool = False):
-    """The one-run theorem (appendix generalisations of Steinke, Nasr, Jagielski's Thm 5.2).
+               set_valued: bool = False, collision=None):
+    """The split one-run theorem (stages/bound/THEORY.md, Theorem 1): for every attack,
 
-    Pr[successes >= v] <= min_{eps >= 0} Pr[sum_i Bern(beta_i(eps)) >= v] + alpha(eps, v) n delta(eps)
+    Pr[successes >= v] <= min_{eps >= 0} min_{J >= 0} (sum_{i=0}^{J} Pr[S*_eps >= v - i] + m(eps)) / (J + 1)
 
-    with beta_i(eps) = beta(eps, p_i), p_i the prior success of the a-priori Bayes-optimal guess z*,
-    delta(eps) the profile, and the delta term the optimum of the appendix's LP (max E[Pr[S* >= v - F]]
-    over F with E[F] <= n delta(eps)); that equals the paper's dual point
-    alpha = max(0, max_{j in [n]} (Pr[S* >= v - j] - Pr[S* >= v]) / j) while n delta(eps) is below the
-    tangent point, and is smaller beyond it (see _lp_value).
-    The objective is not unimodal in eps (the LP's tangent point moves in steps), so the outer
-    minimum is found on a grid that resolves every valley (``_OneRun.scan_grid``) and Brent's method
-    in each valley, to ``rtol`` relative; the value returned is attained at the returned eps (it is
-    a valid bound, never an interpolation).
+    with S*_eps = sum_i Bern(beta(eps, p_i)), p_i the prior success of the a-priori Bayes-optimal
+    guess z* (the largest prior mass of a success set of target i), and the budget
+    m(eps) = delta(eps) sum_i w_i(eps) of "extra" successes: w_i = (1 - p_i) / (e^eps p_i + 1 - p_i)
+    = 1 - beta_i for one exact guess, w_i = (1 - c_i) / (e^eps p_i + 1 - p_i) when success is
+    set-valued (k > 1 guesses, a distance window), c_i = sum_x D_i(x)^2 the prior's collision
+    probability (``collision``; None means 0, valid for every prior).
+
+    This replaces the paper's thm:eps_bound_approx_comp / f_comp and Steinke, Nasr & Jagielski's
+    Thm 5.2, which exact DP mechanisms beat (PAPER_ONE_RUN_REASON). The J = 0 term is the additive
+    form Pr[S* >= v] + m(eps); larger J spread the budget over the shortfall, which is the exact LP
+    max Pr[S* + F >= v] over all couplings of S* with extra successes F, E[F] <= m.
+
+    The objective is not unimodal in eps, so the outer minimum is found on a grid that resolves every
+    valley (``_OneRun.scan_grid``) and Brent's method in each valley, to ``rtol`` relative; the value
+    returned is attained at the returned eps (a valid bound, never an interpolation).
 
     ``game``: "reconstruction" (the default; also attribute inference) or "membership" (X_i is a
     membership bit); in a reconstruction game an add/remove profile is replaced by the replace-one
@@ -428,13 +459,9 @@ def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7, g
     An eps-DP profile (PureDP, ApproxDP with delta = 0) gets Theorem 3.1 at its own eps instead
     (``pure_dp_tail``; returned eps = the profile's): valid for every success metric, whereas the scan
     over its curve's eps' < eps is not (``pure_epsilon_of``).
-
-    ``set_valued``: True when a target's success set can hold more than one value (k > 1 guesses, a
-    distance window). The one-run theorem is then refused (ValueError) for a profile that is not eps-DP
-    (SET_VALUED_REASON); ``best_bound(..., set_valued=True)`` falls back to bounds valid for any metric.
     """
     profile = _profile(profile, game)
-    _check_set_valued(profile, set_valued, "tail_bound")
+    set_valued = _check_set_valued(set_valued)
     q = _priors(p)
     v = _validate.integer("v", v)
     n = len(q)
@@ -446,12 +473,22 @@ def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7, g
     if pure is not None:
         value = pure_dp_tail(pure, q, v)
         return (value, pure) if return_eps else value
-    run = _OneRun(profile, q)
+    run = _OneRun(profile, q, _numerators(q, set_valued, collision))
+    value, best = _minimise_over_eps(run, v, rtol)
+    return (value, best) if return_eps else value
+
+
+def _minimise_over_eps(run: "_OneRun", v: int, rtol: float = 1e-7) -> tuple[float, float]:
+    """(min over eps of run.objective(eps, v), the eps attaining it), every valley refined.
+
+    The objective is not unimodal in eps, so its valleys are found on a lattice
+    (``_OneRun.scan_grid``; a coarse grid for one target, which has no steps) and Brent's method runs
+    in every valley within _VALLEY_RTOL of the best, after one zoom into each lattice bracket.
+    """
     f = lambda e: run.search_objective(e, v)
     scale = max(float(run.at(0.0)[0](np.array([v]))[0]), 1e-300)  # the objective is >= T_0(v)
     top = run.eps_max(scale)
-    # One target has no LP steps (B = beta + (1 - beta) delta), so the coarse grid sees its valleys.
-    lattice = n > 1
+    lattice = run.n > 1
     valleys = run.valleys(run.scan_grid(v, top) if lattice else run.grid(top, 16), v)
     best_grid = min(value for value, _, _ in valleys)
     for value, lo, hi in valleys:
@@ -469,8 +506,7 @@ def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7, g
                     options={"xatol": max(1e-12, rtol * max(zhi, 1e-9)), "maxiter": 200},
                 )
     best = min(run.cache, key=lambda e: run.objective(e, v))
-    value = run.objective(best, v)
-    return (value, best) if return_eps else value
+    return run.objective(best, v), best
 
 
 #: From this many targets count_bound seeds its exact search with a normal approximation.
@@ -590,17 +626,19 @@ def _count_search(
     return out
 
 
-def count_bound(profile, p, confidence=0.95, *, game: str = "reconstruction", set_valued: bool = False):
+def count_bound(profile, p, confidence=0.95, *, game: str = "reconstruction", set_valued: bool = False,
+                collision=None):
     """The smallest c with tail_bound(profile, p, c + 1) <= 1 - confidence, for each confidence.
 
     "With probability >= confidence, the attack succeeds on at most c of the n targets." Every
-    count returned is certified by an eps at which the one-run bound is <= 1 - confidence; the
-    search over eps (see _count_search) visits every valley tail_bound does, so c agrees with the
-    definition. ``game`` and ``set_valued`` as in tail_bound (an add/remove profile is made replace-one
-    for reconstruction; an eps-DP profile gets Theorem 3.1, ``pure_dp_count_bound``, at its own eps).
+    count returned is certified by an eps at which the split theorem's bound is <= 1 - confidence;
+    the search over eps (see _count_search) visits every valley tail_bound does, so c agrees with
+    the definition. ``game``, ``set_valued`` and ``collision`` as in tail_bound (an add/remove profile
+    is made replace-one for reconstruction; an eps-DP profile gets Theorem 3.1,
+    ``pure_dp_count_bound``, at its own eps).
     """
     profile = _profile(profile, game)
-    _check_set_valued(profile, set_valued, "count_bound")
+    set_valued = _check_set_valued(set_valued)
     pure = pure_epsilon_of(profile)
     if pure is not None:
         return pure_dp_count_bound(pure, p, confidence)
@@ -608,11 +646,12 @@ def count_bound(profile, p, confidence=0.95, *, game: str = "reconstruction", se
     conf = _validate.confidence("confidence", confidence)
     confs = np.atleast_1d(conf)
     targets = 1.0 - confs
-    run = _OneRun(profile, q)
+    numerator = _numerators(q, set_valued, collision)
+    run = _OneRun(profile, q, numerator)
     if len(q) >= _APPROXIMATE_FROM:
         # Locate each target's eps on a normal approximation of S* (cheap), then search exactly
         # from there: every count returned is still certified by an exact evaluation.
-        approx = _OneRun(profile, q, approximate=True)
+        approx = _OneRun(profile, q, numerator, approximate=True)
         top = approx.eps_max(float(np.min(targets)))
         guess = _count_search(approx, targets, seeds=approx.grid(top, 10), top=top)
         seeds = list(approx.best_eps.values())
@@ -621,7 +660,7 @@ def count_bound(profile, p, confidence=0.95, *, game: str = "reconstruction", se
         out = _count_search(run, targets, seeds=seeds, brackets=brackets, hints=hints, scan=approx, top=top)
     else:
         top = run.eps_max(float(np.min(targets)))
-        scan = _OneRun(profile, q, approximate=True) if len(q) >= _SCAN_APPROXIMATE_FROM else None
+        scan = _OneRun(profile, q, numerator, approximate=True) if len(q) >= _SCAN_APPROXIMATE_FROM else None
         out = _count_search(run, targets, seeds=run.grid(top, 10), top=top, scan=scan)
     out = np.array(out, dtype=int)
     return int(out[0]) if conf.ndim == 0 else out.reshape(conf.shape)
@@ -639,38 +678,64 @@ def _runs(p_runs) -> np.ndarray:
     return arr
 
 
-def _expected_curve(profile: PrivacyProfile, p_runs: np.ndarray, eps: float):
-    """Per-run tails T_r(u) for u = 0..n+1 at one eps and delta(eps)."""
-    n = p_runs.shape[1]
-    rows = []
-    for row in p_runs:
-        values, counts = np.unique(row, return_counts=True)
-        rows.append(_Tail(distribution_grouped(_beta_unchecked(eps, values), counts))(np.arange(n + 2)))
-    return np.array(rows), profile.delta_upper(eps)
+class _ArrayTail(_Tail):
+    """A tail given as an array sf[u] >= Pr[S >= u], u = 0..n+1, with the _Tail interface."""
+
+    def __init__(self, sf: np.ndarray):
+        n = len(sf) - 2
+        self.offset = 0
+        self.ext = np.concatenate([[1.0], sf])
+        self.end = n + 1
+        self.d = PoissonBinomial(0, np.zeros(n + 1), n, 0.0)
 
 
-def _expected_grid(profile: PrivacyProfile, n: int) -> np.ndarray:
-    """The eps grid of Theorem 3.2's estimate: 0 and 40 log-spaced values up to where n delta(eps) <= 1e-12."""
-    top = min(profile.max_useful_epsilon, EPS_CEILING)
-    e_small = profile.epsilon(max(1e-12 / n, 1e-300))
-    top = float(min(top, e_small)) if np.isfinite(min(top, e_small)) else top
-    return np.unique(np.concatenate([[0.0], np.geomspace(max(top, 1e-9) / 1e4, max(top, 1e-9), 40)]))
+class _ExpectedRun(_OneRun):
+    """Theorem 3.2's objective: the per-run tails of S*_eps(A(a)) averaged over R runs, budget n delta(eps).
+
+    Each run's guesses give beta_i(eps) = beta(eps, p_i) with p_i the prior success of the guess
+    the attack actually made; E[extra successes] <= n delta(eps) (THEORY.md, Theorem 2).
+    """
+
+    def __init__(self, profile: PrivacyProfile, runs: np.ndarray):
+        self.profile, self.runs, self.n, self.cache, self.approximate = profile, runs, runs.shape[1], {}, False
+        self.groups = [np.unique(row, return_counts=True) for row in runs]
+
+    def per_run(self, eps: float) -> np.ndarray:
+        """(R, n + 2): row r is Pr[S*_eps(run r) >= u] for u = 0..n+1."""
+        u = np.arange(self.n + 2)
+        return np.array([_Tail(distribution_grouped(_beta_unchecked(eps, values), counts))(u)
+                         for values, counts in self.groups])
+
+    def mean(self, eps: float) -> float:
+        return float(np.mean([_beta_unchecked(float(eps), values) @ counts for values, counts in self.groups]))
+
+    def at(self, eps: float):
+        eps = float(eps)
+        if eps not in self.cache:
+            d = self.profile.delta_upper(eps)
+            self.cache[eps] = (_ArrayTail(np.minimum(1.0, self.per_run(eps).mean(axis=0))), self.n * d)
+        return self.cache[eps]
 
 
 def expected_tail(profile, p_runs, v, *, eps=None, game: str = "reconstruction", set_valued: bool = False):
-    """Theorem 3.2 (f-DP form of Cor. "approx_simple"), estimated from R runs of the mechanism.
+    """Theorem 3.2 (THEORY.md, Theorem 2), estimated from R runs of the mechanism:
 
-    Pr[successes >= v] <= E_{X, a}[ Pr[sum_i Bern(beta_i(A(a), eps)) >= v] ] + n delta(eps).
+    Pr[successes >= v] <= min_J (sum_{i=0}^{J} E_a[Pr[S*_eps(a) >= v - i]] + n delta(eps)) / (J + 1)
 
-    ``p_runs[r, i]`` is the prior success of the guess the attack made on target i in run r. The
-    expectation is replaced by the mean over runs; returns ``(value, standard_error)`` with the
-    Monte-Carlo standard error of that mean. eps is minimised over a grid unless given (the
-    minimum of a noisy estimate is slightly optimistic; fix eps in advance for a strict test).
-    ``game`` and ``set_valued`` as in tail_bound. An eps-DP profile uses its own eps only (Theorem 3.1
-    averaged over the runs); an ``eps`` below it is refused (see ``pure_epsilon_of``).
+    with S*_eps(a) = sum_i Bern(beta(eps, p_i(a))), p_i(a) the prior success of the guess the attack
+    made on target i for release a. The J = 0 term is the paper's form E[...] + n delta(eps). Valid for
+    one exact guess and for set-valued success alike (the extra-success budget of each target is at
+    most delta(eps) for every success metric).
+
+    ``p_runs[r, i]`` is the prior success of the guess of run r on target i; the expectation is
+    replaced by the mean over runs, and ``(value, standard_error)`` is returned, the standard error
+    that of the mean of the J = 0 tail at the eps found. eps is minimised like tail_bound's (every
+    valley refined) unless given (the minimum of a noisy estimate is slightly optimistic; fix eps in
+    advance for a strict test). An eps-DP profile uses its own eps only (Theorem 3.1 averaged over
+    the runs); an ``eps`` below it is refused (see ``pure_epsilon_of``).
     """
     profile = _profile(profile, game)
-    _check_set_valued(profile, set_valued, "expected_tail")
+    _check_set_valued(set_valued)
     runs = _runs(p_runs)
     n = runs.shape[1]
     v = _validate.integer("v", v)
@@ -679,76 +744,80 @@ def expected_tail(profile, p_runs, v, *, eps=None, game: str = "reconstruction",
     if v > n:
         return 0.0, 0.0
     pure = pure_epsilon_of(profile)
+    run = _ExpectedRun(profile, runs)
     if eps is not None:
-        grid = [float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))]
-        if pure is not None and grid[0] < pure:
+        best = float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))
+        if pure is not None and best < pure:
             raise ValueError(f"eps must be >= the profile's eps = {pure!r} for {profile!r} (Theorem 3.1 holds at "
-                             f"the profile's eps, the one-run point below it is not a valid bound), got {grid[0]!r}.")
+                             f"the profile's eps, the one-run point below it is not a valid bound), got {best!r}.")
+        value = run.objective(best, v)
     elif pure is not None:
-        grid = [pure]
+        best = pure
+        value = run.objective(best, v)
     else:
-        grid = _expected_grid(profile, n)
-    best = (math.inf, 0.0)
-    for e in grid:
-        tails_r, d = _expected_curve(profile, runs, float(e))
-        per_run = tails_r[:, v]
-        value = min(1.0, float(np.mean(per_run)) + n * d)
-        se = float(np.std(per_run, ddof=1) / math.sqrt(len(per_run))) if len(per_run) > 1 else math.nan
-        if value < best[0]:
-            best = (value, se)
-    return best
+        value, best = _minimise_over_eps(run, v)
+    per_run = run.per_run(best)[:, v]
+    se = float(np.std(per_run, ddof=1) / math.sqrt(len(per_run))) if len(per_run) > 1 else math.nan
+    return float(value), se
 
 
 def expected_count_bound(profile, p_runs, confidence=0.95, *, game: str = "reconstruction", set_valued: bool = False):
-    """The smallest c with expected_tail(profile, p_runs, c + 1) <= 1 - confidence (estimate).
+    """The smallest c with expected_tail(profile, p_runs, c + 1) <= 1 - confidence (an estimate).
 
-    ``game`` and ``set_valued`` as in tail_bound; an eps-DP profile uses its own eps only.
+    ``game`` and ``set_valued`` as in expected_tail; an eps-DP profile uses its own eps only.
     """
     profile = _profile(profile, game)
-    _check_set_valued(profile, set_valued, "expected_count_bound")
+    _check_set_valued(set_valued)
     runs = _runs(p_runs)
     conf = _validate.confidence("confidence", confidence)
-    n = runs.shape[1]
-    curve = np.ones(n + 2)
+    confs = np.atleast_1d(conf)
+    run = _ExpectedRun(profile, runs)
     pure = pure_epsilon_of(profile)
-    for e in ([pure] if pure is not None else _expected_grid(profile, n)):
-        tails_r, d = _expected_curve(profile, runs, float(e))
-        curve = np.minimum(curve, np.minimum(1.0, tails_r.mean(axis=0) + n * d))
-    curve[0] = 1.0
-    out = np.array([int(np.argmax(curve <= 1.0 - c)) - 1 for c in np.atleast_1d(conf)])
+    if pure is not None:
+        out = [run.smallest_passing(pure, 1.0 - c) - 1 for c in confs]
+    else:
+        targets = 1.0 - confs
+        top = run.eps_max(float(np.min(targets)))
+        out = _count_search(run, targets, seeds=run.grid(top, 10), top=top)
+    out = np.array(out, dtype=int)
     return int(out[0]) if conf.ndim == 0 else out.reshape(conf.shape)
 
 
 # --------------------------------------------------------------------------------------------
 # Single-target views
 # --------------------------------------------------------------------------------------------
-def success_bound(profile, p, *, game: str = "reconstruction", set_valued: bool = False) -> float:
-    """n = 1 posterior bound: min_eps beta(eps, p) + (1 - beta(eps, p)) delta(eps).
+def success_bound(profile, p, *, game: str = "reconstruction", set_valued: bool = False, collision=None) -> float:
+    """n = 1 posterior bound: min_eps beta(eps, p) + delta(eps) w(eps) (tail_bound with one target, v = 1).
 
-    This is tail_bound with one target and v = 1 (then alpha = 1 - beta). For p = 1/2 and mu-GDP
-    it equals Phi(mu / 2), the optimal membership-inference accuracy. An eps-DP profile gives
-    beta(eps, p) at its own eps (Theorem 3.1), attained by an eps-DP mechanism when success is a set.
-    ``game`` and ``set_valued`` as in tail_bound: an add/remove DP-SGD profile bounds a reconstruction
-    game through its replace-one accounting; set-valued success is refused unless the profile is eps-DP.
+    w = 1 - beta(eps, p) for one exact guess, which makes this the paper's single-target bound and
+    tight (an exact LP over all (eps, delta)-DP mechanisms attains it); for p = 1/2 and mu-GDP it
+    equals Phi(mu / 2), the optimal membership-inference accuracy. For set-valued success (``set_valued``)
+    w = (1 - c) / (e^eps p + 1 - p), c the prior's collision probability (``collision``, None: 0).
+    An eps-DP profile gives beta(eps, p) at its own eps (Theorem 3.1), attained by an eps-DP mechanism
+    when success is a set. ``game`` as in tail_bound.
     """
     q = _validate.probability("p", p)
     if q.ndim != 0:
         raise ValueError(f"p must be a single prior success probability, got an array of shape {q.shape}.")
-    return tail_bound(profile, [float(q)], 1, game=game, set_valued=set_valued)
+    if collision is not None and np.ndim(collision) != 0:
+        raise ValueError(f"collision must be a single collision probability, got an array of shape {np.shape(collision)}.")
+    return tail_bound(profile, [float(q)], 1, game=game, set_valued=set_valued,
+                      collision=None if collision is None else [float(collision)])
 
 
-def advantage_bound(profile, p, *, game: str = "reconstruction", set_valued: bool = False) -> float:
+def advantage_bound(profile, p, *, game: str = "reconstruction", set_valued: bool = False, collision=None) -> float:
     """Generalised advantage bound (posterior - prior) / (1 - prior) (Cherubin et al. 2017); arguments as in success_bound."""
     q = float(_validate.probability("p", p, open_high=True))
-    return max(0.0, (success_bound(profile, q, game=game, set_valued=set_valued) - q) / (1.0 - q))
+    bound = success_bound(profile, q, game=game, set_valued=set_valued, collision=collision)
+    return max(0.0, (bound - q) / (1.0 - q))
 
 
-def eps_protect(p, threshold: float = 0.05, delta: float = 1e-5) -> float:
+def eps_protect(p, threshold: float = 0.05, delta: float = 1e-5, *, set_valued: bool = False, collision=None) -> float:
     """The largest eps at which (eps, delta)-DP keeps the advantage bound <= threshold for prior p.
 
-    eps_protect(p) = max{eps >= 0 : advantage_bound(ApproxDP(eps, delta), p) <= threshold} (paper,
-    Fig. eps_protect). The advantage bound is continuous and non-decreasing in eps and equals delta at
-    eps = 0, so:
+    eps_protect(p) = max{eps >= 0 : advantage_bound(ApproxDP(eps, delta), p, set_valued=...) <= threshold}
+    (paper, Fig. eps_protect). The advantage bound is continuous and non-decreasing in eps and at
+    least delta at eps = 0 (exactly delta for one exact guess), so:
 
     * delta > threshold: no eps protects (the set is empty): ValueError.
     * delta == threshold: 0.0, exactly (eps = 0 is the only protecting value).
@@ -756,24 +825,29 @@ def eps_protect(p, threshold: float = 0.05, delta: float = 1e-5) -> float:
       and bisected to 1e-9 relative; lo, which meets the threshold, is returned. inf if the bound stays
       <= threshold up to eps = 1e4 (it tends to 1, so only a threshold close to 1 can get there).
 
-    For p >= 1/2 the single-target bound's minimum over eps' sits at eps' = 0, where it is
-    p + (1 - p) delta_{eps,delta}(0), delta_{eps,delta}(0) = delta + (1 - delta) tanh(eps / 2) (the
-    total variation of f_{eps,delta}). The advantage is then that total variation, whatever p, and
-    eps_protect(p) = 2 artanh((threshold - delta) / (1 - delta)) for every p >= 1/2 (0.10006 at the
-    defaults): a plateau of advantage_bound, not a floor of the search. That uses the one-run theorem,
-    so it is for a single exact guess; with delta = 0 the profile is eps-DP and Theorem 3.1's
-    beta(eps, p) is used instead (valid for set-valued success too), and there is no plateau:
-    the advantage is (beta(eps, p) - p) / (1 - p).
+    One exact guess (the default): for p >= 1/2 the bound's minimum over eps' sits at eps' = 0, where
+    the advantage is the total variation delta + (1 - delta) tanh(eps / 2) of f_{eps,delta}, whatever
+    p, so eps_protect(p) = 2 artanh((threshold - delta) / (1 - delta)) for every p >= 1/2 (0.10006 at
+    the defaults). That is valid but very conservative for large p: the exact worst case over all
+    (eps, delta)-DP mechanisms (an LP over a two-value prior) allows eps = 0.4895 at p = 0.6, 2.254 at
+    0.9, 4.647 at 0.99 (issue 13's LP). Set-valued success (k > 1 guesses, windows): the split theorem's
+    weight (1 - c) / (e^eps p + 1 - p) replaces 1 - beta, and there is no plateau (an eps-DP subset
+    mechanism reaches advantage 0.0865 at eps = 0.10006, p = 0.9, so the plateau would be wrong there).
+    With delta = 0 the profile is eps-DP and Theorem 3.1's beta(eps, p) is used for every metric.
     """
     q = float(_validate.probability("p", p, open_low=True, open_high=True))
     thr = float(_validate.probability("threshold", threshold, open_low=True, open_high=True))
     d = _validate.delta("delta", delta)
+    set_valued = _check_set_valued(set_valued)
     if d > thr:
         raise ValueError(f"threshold must be >= delta = {d!r}: the advantage bound of (eps, delta)-DP is at least "
                          f"delta at every eps, so no eps keeps it <= {thr!r}; lower delta or raise the threshold.")
-    if d == thr:
+    if d == thr and not set_valued:
         return 0.0
-    adv = lambda e: advantage_bound(ApproxDP(e, d), q)
+    adv = lambda e: advantage_bound(ApproxDP(e, d), q, set_valued=set_valued, collision=collision)
+    if adv(0.0) > thr:
+        raise ValueError(f"threshold {thr!r} is below the advantage bound at eps = 0 ({adv(0.0)!r}) for p = {q!r} with "
+                         "set-valued success: no eps protects; lower delta or raise the threshold.")
     lo, hi = 0.0, 1.0
     while adv(hi) <= thr:
         lo, hi = hi, hi * 2

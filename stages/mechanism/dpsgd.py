@@ -31,8 +31,12 @@ non-private baseline (no clipping, no noise, plain SGD on every trained paramete
 Privacy: the noise multiplier sigma is the smallest whose `stages.bound.profiles.DPSGD(sigma, q,
 steps, neighboring="replace_one")` profile meets (epsilon, delta) — the profile the bound then uses,
 so training and bound cannot disagree. Replacing a canary moves the clipped sum by up to 2C, so this
-sigma is about twice what an add/remove accountant (opacus's) asks for; params() records both
-epsilons. The release a has shape (n, m): a[i, j] = log p_model(secret j of canary i | prefix i) over
+sigma is larger than what an add/remove accountant (opacus's) asks for: exactly twice at full batch
+(q = 1, where both profiles are Gaussian DP and mu scales with the sensitivity), less than twice with
+Poisson subsampling (q < 1: 1.29-1.89x measured in the audit of issue 14, since a replaced canary is
+absent from most batches under both neighbouring notions); privacy() records both epsilons.
+`clipping: none` trains without clipping or noise: the run is not private, `profile` is None and
+privacy() says so (the game then reports no epsilon and no bound). The release a has shape (n, m): a[i, j] = log p_model(secret j of canary i | prefix i) over
 the whole vocabulary.
 """
 from __future__ import annotations
@@ -51,6 +55,8 @@ from stages.mechanism import check_records
 __all__ = ["DPSGDFineTuning", "calibrate_noise_multiplier", "opacus_epsilon", "CLIPPING", "TRAINABLE"]
 
 CLIPPING = ("fast", "ghost", "hooks", "none")
+#: What a clipping=none run says about its privacy (metrics.json, figures).
+NON_PRIVATE_REASON = "mechanism.clipping=none: plain SGD without clipping or noise, so no privacy guarantee and no bound"
 TRAINABLE = ("rows", "body")
 
 
@@ -240,6 +246,8 @@ class DPSGDFineTuning:
     """
 
     name = "dpsgd"
+    # The release is each canary's log-probabilities of its candidates (what attack=model_attack reads).
+    releases_candidate_log_probs = True
 
     def __init__(
         self,
@@ -295,16 +303,32 @@ class DPSGDFineTuning:
 
     # -- privacy -------------------------------------------------------------------------------------
     @property
-    def profile(self) -> DPSGDProfile:
-        """The replace-one DP-SGD profile of the training run (the one the noise was calibrated to)."""
+    def private(self) -> bool:
+        """False for clipping=none: plain SGD without clipping or noise has no privacy guarantee."""
+        return self.clipping != "none"
+
+    @property
+    def profile(self) -> DPSGDProfile | None:
+        """The replace-one DP-SGD profile of the training run (the one the noise was calibrated to); None
+        for clipping=none (no clipping, no noise: a non-private run has no privacy profile)."""
+        if not self.private:
+            return None
         return DPSGDProfile(self.noise_multiplier, self.sample_rate, self.steps, "replace_one")
 
     def privacy(self) -> dict:
-        """epsilon at delta under replace-one (ours, the bound's) and add/remove (ours and opacus's accountant)."""
+        """epsilon at delta under replace-one (ours, the bound's) and add/remove (ours and opacus's accountant).
+
+        For clipping=none: {"private": False, ...} with every epsilon None (no noise is added).
+        """
+        if not self.private:
+            return {"private": False, "reason": NON_PRIVATE_REASON, "noise_multiplier": None,
+                    "sample_rate": self.sample_rate, "steps": self.steps, "delta": None,
+                    "epsilon_replace_one": None, "epsilon_add_remove": None, "epsilon_opacus_add_remove": None}
         add_remove = DPSGDProfile(self.noise_multiplier, self.sample_rate, self.steps, "add_remove")
         return {
             "noise_multiplier": self.noise_multiplier, "sample_rate": self.sample_rate, "steps": self.steps,
             "delta": self.delta,
+            "private": True,
             "epsilon_replace_one": float(self.profile.epsilon(self.delta)),
             "epsilon_add_remove": float(add_remove.epsilon(self.delta)),
             "epsilon_opacus_add_remove": opacus_epsilon(self.noise_multiplier, self.sample_rate, self.steps, self.delta),
@@ -668,8 +692,9 @@ class DPSGDFineTuning:
 
     def params(self) -> dict:
         return {
-            "mechanism": self.name, "model": self.model.params(), "epsilon": self.epsilon, "delta": self.delta,
-            "noise_multiplier": self.noise_multiplier, "clip_norm": self.clip_norm,
+            "mechanism": self.name, "model": self.model.params(), "private": self.private,
+            "epsilon": self.epsilon if self.private else None, "delta": self.delta if self.private else None,
+            "noise_multiplier": self.noise_multiplier if self.private else None, "clip_norm": self.clip_norm,
             "learning_rate": self.learning_rate, "epochs": self.epochs, "batch_size": self.batch_size,
             "sample_rate": self.sample_rate, "steps": self.steps, "n_targets": self.n_targets,
             "domain_size": self.domain_size, "clipping": self.clipping, "init_scale": self.init_scale,

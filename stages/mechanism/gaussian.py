@@ -12,7 +12,7 @@ import numpy as np
 
 from stages.bound import _validate
 from stages.bound.profiles import GaussianDP
-from stages.mechanism import check_records
+from stages.mechanism import check_records, gaussian_mu
 
 __all__ = ["GaussianMechanism"]
 
@@ -48,7 +48,7 @@ class GaussianMechanism:
             self.delta = _validate.delta("delta", delta)
             if self.delta == 0.0:
                 raise ValueError("delta must be in (0, 1) for the Gaussian mechanism, got 0.0; no finite noise gives delta = 0.")
-            self.mu = float(GaussianDP.from_epsilon_delta(self.epsilon, self.delta).mu)
+            self.mu = gaussian_mu(self.epsilon, self.delta)
         else:
             raise ValueError("mu must be given (or epsilon and delta), got mu=None and epsilon=None.")
         self.sigma = SENSITIVITY / self.mu

@@ -30,6 +30,10 @@ class RandomizedResponse:
 
     @property
     def profile(self) -> PureDP:
+        if np.isinf(self.epsilon):
+            raise ValueError("epsilon must be finite for a privacy guarantee, got inf: randomized response at "
+                             "epsilon = inf reports every secret unchanged, so there is nothing to bound; give a "
+                             "finite epsilon.")
         return PureDP(self.epsilon)
 
     def release(self, X, rng: np.random.Generator) -> np.ndarray:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-__all__ = ["LanguageModel", "resolve_device", "DTYPES"]
+__all__ = ["LanguageModel", "resolve_device", "DTYPES", "gpt2_bpe_tokenizer", "check_tokenizer"]
 
 DTYPES = ("float32", "float16", "bfloat16")
 
@@ -18,6 +18,49 @@ def resolve_device(device: str) -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def gpt2_bpe_tokenizer(folder):
+    """The GPT-2 byte-level BPE tokenizer from a folder holding vocab.json and merges.txt, offline.
+
+    Built with the `tokenizers` library itself (BPE model, byte-level pre-tokenizer and decoder) and
+    wrapped in a PreTrainedTokenizerFast, so it does not depend on how a transformers version reads
+    vocabulary files: under transformers 5.x `GPT2TokenizerFast(vocab_file=..., merges_file=...)`
+    silently ignores the files and builds an empty tokenizer, and `AutoTokenizer.from_pretrained`
+    refuses a folder without tokenizer.json.
+    """
+    from pathlib import Path
+
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    folder = Path(folder)
+    vocab, merges = folder / "vocab.json", folder / "merges.txt"
+    for path in (vocab, merges):
+        if not path.is_file():
+            raise FileNotFoundError(f"tokenizer folder {folder} has no {path.name}; a GPT-2 BPE tokenizer needs vocab.json "
+                                    f"and merges.txt (e.g. python -m pipeline.data fetch gpt2).")
+    core = Tokenizer(models.BPE.from_file(str(vocab), str(merges)))
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    end = "<|endoftext|>"
+    if core.token_to_id(end) is None:
+        raise ValueError(f"tokenizer folder {folder}: vocab.json has no {end} token, so it is not a GPT-2 vocabulary.")
+    return check_tokenizer(PreTrainedTokenizerFast(tokenizer_object=core, bos_token=end, eos_token=end,
+                                                   unk_token=end), str(folder))
+
+
+def check_tokenizer(tokenizer, source: str):
+    """Refuse a tokenizer that cannot encode text (an empty vocabulary): one sentence naming where it came from."""
+    try:
+        ids = tokenizer("Hello world")["input_ids"]
+    except Exception as exc:  # noqa: BLE001 - any failure to encode means the tokenizer is unusable
+        raise ValueError(f"tokenizer {source} cannot encode text ({exc}); point tokenizer at a folder with "
+                         f"tokenizer.json, or vocab.json and merges.txt.") from exc
+    if len(tokenizer) < 2 or not ids:
+        raise ValueError(f"tokenizer {source} is empty (vocabulary of {len(tokenizer)}, 'Hello world' encodes to "
+                         f"{list(ids)}); point tokenizer at a folder with tokenizer.json, or vocab.json and merges.txt.")
+    return tokenizer
 
 
 class LanguageModel(ABC):

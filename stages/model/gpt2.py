@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stages.model.base import LanguageModel
+from stages.model.base import LanguageModel, check_tokenizer, gpt2_bpe_tokenizer
 
 __all__ = ["HubModel"]
 
@@ -43,10 +43,30 @@ class HubModel(LanguageModel):
                 model = AutoModelForCausalLM.from_pretrained(source, local_files_only=True)
             except OSError:
                 model = AutoModelForCausalLM.from_pretrained(source)
-            tokenizer = AutoTokenizer.from_pretrained(self.tokenizer or source)
+            tokenizer = self._tokenizer(source)
         except OSError as exc:
             raise ValueError(
                 f"name_or_path {self.name_or_path!r} could not be loaded: it is neither a local checkpoint nor reachable "
                 f"on the Hugging Face hub from this machine; download it where the hub is reachable "
                 f"(save_pretrained to a folder and pass that folder) or use model=smollm2, which works offline.") from exc
         return model, tokenizer
+
+    def _tokenizer(self, source: str):
+        """The tokenizer of `tokenizer` (else of the checkpoint): a folder with only GPT-2's vocab.json and
+        merges.txt is read with the tokenizers library (transformers 5.x's AutoTokenizer refuses it)."""
+        from transformers import AutoTokenizer
+
+        where = self.tokenizer or source
+        folder = Path(where).expanduser()
+        if folder.is_dir():
+            has_fast = (folder / "tokenizer.json").is_file()
+            has_bpe = (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file()
+            if not has_fast and has_bpe:
+                return gpt2_bpe_tokenizer(folder)
+            where = str(folder)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(where)
+        except ValueError as exc:
+            raise ValueError(f"tokenizer {where} could not be loaded ({str(exc).splitlines()[0]}); point tokenizer at a "
+                             f"folder with tokenizer.json, or with GPT-2's vocab.json and merges.txt.") from exc
+        return check_tokenizer(tokenizer, where)

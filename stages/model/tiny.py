@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from stages.bound import _validate
-from stages.model.base import LanguageModel
+from stages.model.base import LanguageModel, gpt2_bpe_tokenizer
 
 __all__ = ["TinyModel", "byte_tokenizer"]
 
@@ -63,13 +63,12 @@ class TinyModel(LanguageModel):
 
     def _build(self):
         import torch
-        from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast, LlamaConfig, LlamaForCausalLM
+        from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
         if self.tokenizer_dir is None:
             tokenizer = byte_tokenizer()
         else:
-            tokenizer = GPT2TokenizerFast(vocab_file=str(self.tokenizer_dir / "vocab.json"),
-                                          merges_file=str(self.tokenizer_dir / "merges.txt"))
+            tokenizer = gpt2_bpe_tokenizer(self.tokenizer_dir)
         vocab = len(tokenizer)
         state = torch.random.get_rng_state()
         try:  # transformers initialises weights from the global generator: seed it, then restore it

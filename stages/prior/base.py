@@ -8,7 +8,7 @@ import numpy as np
 
 from stages.bound import _validate
 
-__all__ = ["Prior", "validate_probabilities", "data_path", "DATA_ENV", "REPO_ROOT"]
+__all__ = ["Prior", "validate_probabilities", "data_path", "default_data_dir", "resolve_data_dir", "DATA_ENV", "REPO_ROOT"]
 
 DATA_ENV = "ADVBOUNDS_DATA"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -31,17 +31,30 @@ def validate_probabilities(probabilities, name: str = "probabilities") -> np.nda
     return arr
 
 
-def data_path(relative: str | os.PathLike, data_dir: str | os.PathLike | None = None) -> Path:
-    """Resolve a data file: an absolute path as is, else under data_dir, $ADVBOUNDS_DATA or ../shared/data.
+def default_data_dir() -> Path:
+    """The default data folder, the one definition every part of the project uses: $ADVBOUNDS_DATA if set,
+    else ../shared/data next to the repository root (whatever the working directory).
 
-    The default data folder is ../shared/data next to the repository root. A missing file fails with
-    one sentence naming the path and how to provide it.
+    conf/config.yaml's `data_dir` (via the ${default_data_dir:} resolver), `python -m pipeline.data` and every
+    box that reads data files resolve it here.
+    """
+    env = os.environ.get(DATA_ENV)
+    return Path(env).expanduser().absolute() if env else (REPO_ROOT.parent / "shared" / "data")
+
+
+def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
+    """data_dir as given (a config's `data_dir`), else default_data_dir()."""
+    return Path(data_dir).expanduser() if data_dir not in (None, "") else default_data_dir()
+
+
+def data_path(relative: str | os.PathLike, data_dir: str | os.PathLike | None = None) -> Path:
+    """Resolve a data file: an absolute path as is, else under data_dir (default: default_data_dir()).
+
+    A missing file fails with one sentence naming the path and how to provide it.
     """
     path = Path(relative).expanduser()
     if not path.is_absolute():
-        if data_dir is None:
-            data_dir = os.environ.get(DATA_ENV) or (REPO_ROOT.parent / "shared" / "data")
-        path = Path(data_dir).expanduser() / path
+        path = resolve_data_dir(data_dir) / path
     if not path.is_file():
         raise FileNotFoundError(
             f"data file {path} does not exist; set data_dir=<folder that holds it> on the command line (or the "

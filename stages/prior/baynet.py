@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -106,8 +106,13 @@ class BayesNet:
                    tuple(meta["order"]), cpts)
 
     # -- exact inference --------------------------------------------------------------------
-    def _factors(self, known: Sequence[int], evidence: np.ndarray) -> list[tuple[tuple[int, ...], np.ndarray]]:
-        """The CPTs reduced by each record's known values: (free columns, array (n or 1, *their domains))."""
+    def _factors(self, known: Sequence[int], evidence: np.ndarray,
+                 soft_evidence: Mapping[int, np.ndarray] | None = None) -> list[tuple[tuple[int, ...], np.ndarray]]:
+        """The CPTs reduced by each record's known values: (free columns, array (n or 1, *their domains)).
+
+        soft_evidence {j: array (n, domain[j]) >= 0}: one more factor per unknown column j, a per-record
+        likelihood of its values (virtual evidence), multiplied into the network.
+        """
         known_pos = {v: i for i, v in enumerate(known)}
         factors = []
         for j in range(self.n_columns):
@@ -117,6 +122,15 @@ class BayesNet:
             arr = np.transpose(self.cpts[j], [scope.index(v) for v in (*fixed, *free)])
             arr = arr[tuple(evidence[:, known_pos[v]] for v in fixed)] if fixed else arr[None]
             factors.append((free, arr))
+        for j, likelihood in (soft_evidence or {}).items():
+            j = int(j)
+            if j in known_pos or not 0 <= j < self.n_columns:
+                raise ValueError(f"soft_evidence must be on unknown columns, got column {j}.")
+            arr = np.asarray(likelihood, dtype=float)
+            if arr.shape != (evidence.shape[0], self.domain[j]) or not np.all(arr >= 0):
+                raise ValueError(f"soft_evidence[{j}] must be a non-negative array of shape "
+                                 f"({evidence.shape[0]}, {self.domain[j]}), got shape {arr.shape}.")
+            factors.append(((j,), arr))
         return factors
 
     def _eliminate(self, factors, variables: Sequence[int], mode: str, trace: list | None = None):
@@ -147,10 +161,11 @@ class BayesNet:
             factors.append((keep, product))
         return factors
 
-    def evidence_probability(self, known: Sequence[int], evidence: np.ndarray) -> np.ndarray:
-        """Pr[known columns = each record's values]: array (n,)."""
+    def evidence_probability(self, known: Sequence[int], evidence: np.ndarray,
+                             soft_evidence: Mapping[int, np.ndarray] | None = None) -> np.ndarray:
+        """Pr[known columns = each record's values] (times the soft evidence, summed over the rest): array (n,)."""
         unknown = [j for j in range(self.n_columns) if j not in set(known)]
-        factors = self._eliminate(self._factors(known, evidence), unknown, "sum")
+        factors = self._eliminate(self._factors(known, evidence, soft_evidence), unknown, "sum")
         return _scalar_product(factors, evidence.shape[0])
 
     def conditional_marginals(self, known: Sequence[int], evidence, columns: Sequence[int]) -> dict[int, np.ndarray]:
@@ -168,16 +183,20 @@ class BayesNet:
             out[q] = table / table.sum(axis=1, keepdims=True)
         return out
 
-    def joint_map(self, known: Sequence[int], evidence, targets: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    def joint_map(self, known: Sequence[int], evidence, targets: Sequence[int],
+                  soft_evidence: Mapping[int, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The most probable joint value of the targets given each record's known values, and its probability.
 
         Max-product variable elimination after summing out the columns that are neither known nor
         target (marginal MAP, exact). Returns (z (n, len(targets)) int, Pr[targets = z | known] (n,)).
+        With soft_evidence {j: L_j (n, domain[j])} the distribution is the network's conditional times
+        Pi_j L_ij(x_j), renormalised (a posterior under per-column likelihoods), and the probability
+        returned is under that distribution.
         """
         evidence = _as_evidence(evidence, known)
         n = evidence.shape[0]
         nuisance = [j for j in range(self.n_columns) if j not in set(known) and j not in set(targets)]
-        factors = self._eliminate(self._factors(known, evidence), nuisance, "sum")
+        factors = self._eliminate(self._factors(known, evidence, soft_evidence), nuisance, "sum")
         trace: list = []
         factors = self._eliminate(factors, targets, "max", trace)
         joint = _scalar_product(factors, n)
@@ -189,7 +208,9 @@ class BayesNet:
                           for a in range(len(scope) + 1))
             value[v] = np.argmax(table[index], axis=1)
         z = np.stack([value[t] for t in targets], axis=1).astype(np.int64)
-        return z, np.clip(joint / self.evidence_probability(known, evidence), 0.0, 1.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p = joint / self.evidence_probability(known, evidence, soft_evidence)
+        return z, np.clip(np.nan_to_num(p), 0.0, 1.0)
 
 
 def _as_evidence(evidence, known) -> np.ndarray:
@@ -351,6 +372,10 @@ _FITS: dict[tuple, BayesNet] = {}
 
 class BayNetPrior:
     """A BayNet fitted to `dataset`; records sampled from it, priors conditional on the `known` columns.
+
+    dataset: a name of stages.prior.tabular.DATASETS: the stand-ins `acs`, `fire` or the paper's tables
+    `acs/recon-synth`, `fire/recon-synth` (from `python -m pipeline.data fetch`); an unknown name is refused
+    with the list. The columns targets and known may name are those of the dataset's domain file.
 
     targets: the columns the attack reconstructs (success = all of them right, or within
     `metric.distance` for a single target); known: the columns the attacker holds (null: every

@@ -48,7 +48,7 @@ import numpy as np
 from scipy import special
 
 from stages.bound import _validate
-from stages.prior.base import DATA_ENV, REPO_ROOT, Prior, validate_probabilities
+from stages.prior.base import Prior, resolve_data_dir, validate_probabilities
 
 __all__ = ["PIIPrior", "Context", "header_names", "read_messages", "find_contexts", "score_candidates",
            "law_from_scores", "SCORES"]
@@ -242,10 +242,10 @@ def score_candidates(model, tokenizer, contexts: list[str], candidates: list[str
     bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
     out = np.zeros((len(contexts), len(candidates)))
     iterator = contexts
-    if progress:
-        from tqdm.auto import tqdm
+    if progress:  # a bar on a terminal, log lines in a job's log file
+        from stages._progress import progress as show_progress
 
-        iterator = tqdm(contexts, desc="PII prior: scoring contexts", unit="context")
+        iterator = show_progress(contexts, "PII prior: scoring contexts", "context")
     with torch.inference_mode():
         for c, text in enumerate(iterator):
             ids = tokenizer(text, add_special_tokens=False)["input_ids"][-max_context_tokens:]
@@ -288,8 +288,7 @@ def law_from_scores(log_likelihood, n_tokens, score: str = "inverse_perplexity")
 def _resolve_enron(enron: str, data_dir) -> Path:
     path = Path(enron).expanduser()
     if not path.is_absolute():
-        base = data_dir if data_dir is not None else (os.environ.get(DATA_ENV) or REPO_ROOT.parent / "shared" / "data")
-        path = Path(base).expanduser() / path
+        path = resolve_data_dir(data_dir) / path
     if not path.exists():
         raise FileNotFoundError(f"enron {path} does not exist; point enron at a maildir folder or an enron CSV "
                                 f"(file,message), relative to data_dir or absolute (see ../shared/data/README.md).")

@@ -3,9 +3,14 @@
 A dataset is a CSV of integer codes (one column per attribute) and a JSON domain file
 {column: number of values}. Codes run over 0..domain-1 in the order of the sorted original values
 (Annamalai et al. 2024's `make_categorical`), so ordinal columns (AGEP, zipcode, ...) keep their order
-and the `within` metric's |X - z| is meaningful on them. The files are read from `data_dir`
-(default: $ADVBOUNDS_DATA, else ../shared/data next to the repository):
+and the `within` metric's |X - z| is meaningful on them. Which columns a dataset has is what its
+domain file says (`read_domain`), so an experiment names SCHL on the paper's ACS table and EDU on the
+stand-in without code changes. The files are read from `data_dir` (default: $ADVBOUNDS_DATA, else
+../shared/data next to the repository). The names (`DATASETS`):
 
+* `acs/recon-synth`, `fire/recon-synth`: the paper's tables, as `python -m pipeline.data fetch acs|fire`
+  prepares them (recon-synth's preparation of folktables CA 2018 and of the DataSF export;
+  `<name>/recon-synth/<name>.csv` and `-domain.json`). Not shipped: fetch them first.
 * `acs`: the 16-attribute stand-in prepared from the NIST SDNist ACS 2019 excerpts
   (`acs/sdnist/national2019_16attr_prepared.csv`); it has EDU (13 values) where the paper's
   folktables CA 2018 table has SCHL (25), and MSP where the paper has MAR.
@@ -25,13 +30,57 @@ import numpy as np
 
 from stages.prior.base import data_path
 
-__all__ = ["DATASETS", "Table", "load_table", "table_from_arrays", "column_indices"]
+__all__ = ["DATASETS", "STAND_INS", "FETCHED", "Table", "load_table", "read_domain", "table_from_arrays",
+           "column_indices", "check_dataset"]
 
-#: dataset name -> (table CSV, domain JSON), relative to data_dir.
-DATASETS = {
+#: The stand-ins (small samples shipped in tests/data): name -> (table CSV, domain JSON), relative to data_dir.
+STAND_INS = {
     "acs": ("acs/sdnist/national2019_16attr_prepared.csv", "acs/sdnist/national2019_16attr_prepared-domain.json"),
     "fire": ("fire/fire_prepared.csv", "fire/fire_prepared-domain.json"),
 }
+#: The paper's tables as `python -m pipeline.data fetch <source>` writes them: name -> (CSV, domain JSON, source).
+FETCHED = {
+    "acs/recon-synth": ("acs/recon-synth/acs.csv", "acs/recon-synth/acs-domain.json", "acs"),
+    "fire/recon-synth": ("fire/recon-synth/fire.csv", "fire/recon-synth/fire-domain.json", "fire"),
+}
+#: Every dataset name the tabular prior and experiments accept -> (table CSV, domain JSON).
+DATASETS = {**STAND_INS, **{name: files[:2] for name, files in FETCHED.items()}}
+
+
+def check_dataset(dataset, argument: str = "dataset") -> str:
+    """The dataset name, or a one-sentence ValueError naming `argument` and listing the known names."""
+    if not isinstance(dataset, str) or dataset not in DATASETS:
+        raise ValueError(f"{argument} must be one of {', '.join(DATASETS)} (the stand-ins and the paper's tables "
+                         f"that `python -m pipeline.data fetch` prepares), got {dataset!r}.")
+    return dataset
+
+
+def _dataset_file(dataset: str, which: int, data_dir):
+    """Path of the dataset's table (0) or domain file (1); a missing fetched table says how to fetch it."""
+    relative = DATASETS[dataset][which]
+    try:
+        return data_path(relative, data_dir)
+    except FileNotFoundError as exc:
+        if dataset in FETCHED:
+            source = FETCHED[dataset][2]
+            raise FileNotFoundError(f"dataset {dataset} needs {relative} under the data folder, which is not there; "
+                                    f"run `python -m pipeline.data fetch {source}` (or set data_dir=<folder that "
+                                    f"holds {relative}>).") from None
+        raise exc from None
+
+
+def read_domain(dataset: str, data_dir=None) -> dict[str, int]:
+    """The dataset's columns and their sizes, from its domain file alone (cheap: the table is not read)."""
+    check_dataset(dataset)
+    path = _dataset_file(dataset, 1, data_dir)
+    try:
+        domain = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"domain file {path} is not JSON ({exc.msg}); it must map each column to its size.") from None
+    if not isinstance(domain, dict) or not domain or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in domain.values()):
+        raise ValueError(f"domain file {path} must map each column name to its number of values (an integer >= 1).")
+    return {str(c): int(m) for c, m in domain.items()}
 
 
 @dataclass(frozen=True)
@@ -85,14 +134,11 @@ def table_from_arrays(name: str, columns: Sequence[str], domain: Sequence[int], 
 
 
 def load_table(dataset: str, data_dir=None) -> Table:
-    """Read dataset `acs` or `fire` from data_dir (see the module docstring) as a validated Table."""
-    if dataset not in DATASETS:
-        raise ValueError(f"dataset must be one of {sorted(DATASETS)}, got {dataset!r}.")
-    table_file, domain_file = DATASETS[dataset]
-    table_path = data_path(table_file, data_dir)
-    domain_path = data_path(domain_file, data_dir)
-    with open(domain_path, encoding="utf-8") as f:
-        domain = json.load(f)
+    """Read a dataset of `DATASETS` (see the module docstring) from data_dir as a validated Table."""
+    check_dataset(dataset)
+    table_path = _dataset_file(dataset, 0, data_dir)
+    domain = read_domain(dataset, data_dir)
+    domain_path = _dataset_file(dataset, 1, data_dir)
     with open(table_path, newline="", encoding="utf-8") as f:
         header = next(csv.reader(f), None)
     if not header:

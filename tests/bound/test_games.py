@@ -118,13 +118,26 @@ def test_best_bound_says_where_mmc_and_steinke_apply():
     counts = best_bound(GaussianDP(1.0), np.full(30, 0.25), confidence=0.9, game="membership")
     assert "mmc" not in counts.all and "reconstruction" in counts.not_applicable["mmc"]
     binary = best_bound(DPSGD(1.0, 1.0, 1, "add_remove"), np.full(30, 0.5), confidence=0.9, game="membership")
-    assert {"ours", "mmc", "steinke"} <= set(binary.all)
+    assert {"ours", "mmc"} <= set(binary.all) and "steinke" in binary.not_applicable
     assert binary.as_dict()["game"] == "membership"
     # MMC itself, given the add/remove profile directly, is the membership (k = 2) number
     assert prior_work.mmc_bound(DPSGD(1.0, 1.0, 1, "add_remove"), 0.5) == pytest.approx(Phi(0.5), abs=1e-9)
 
 
-@pytest.mark.parametrize("name", ["mmc", "steinke"])
+def test_comparator_box_refuses_steinke_counts():
+    """Steinke et al.'s one-run count is beaten by exact DP mechanisms (issue 13): refused in one sentence."""
+    from stages.bound.comparator import ComparatorBound
+    from stages.metric import Exact
+    from stages.prior.uniform import UniformPrior
+
+    prior, guesses = UniformPrior(n_targets=30, domain_size=2), np.zeros((30, 1), int)
+    with pytest.raises(ValueError, match=r"^bound.name must not be steinke for n = 30 targets: .*beaten"):
+        ComparatorBound("steinke").compute(GaussianDP(1.0), prior, Exact(), guesses, [0.5])
+    one = UniformPrior(n_targets=1, domain_size=2)
+    assert ComparatorBound("steinke").compute(GaussianDP(1.0), one, Exact(), np.zeros((1, 1), int), [0.5]) is not None
+
+
+@pytest.mark.parametrize("name", ["mmc"])
 def test_comparator_box_plays_a_reconstruction_game(name):
     """The comparator box (the pipeline's games replace records) gives an add/remove DP-SGD run the
     counts of its replace-one accounting: the add/remove numbers were below what a Bayes attacker gets."""

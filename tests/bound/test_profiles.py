@@ -280,3 +280,16 @@ def test_dpsgd_delta_accepts_unsorted_eps():
     want[order] = prof.delta(eps[order])
     np.testing.assert_array_equal(prof.delta(eps), want)
     np.testing.assert_array_equal(prof.delta(eps.reshape(2, 2)), want.reshape(2, 2))
+
+
+def test_dpsgd_delta_upper_is_never_below_the_accountant_in_the_far_tail():
+    """Issue 13: DPSGD(0.8, 0.05, 1000, replace-one).delta_upper gave 0 for eps >= 43.85 while the
+    accountant's pessimistic PLD still holds mass there; an upper bound is never below it, never 0
+    (the PLD keeps an infinity mass), and non-increasing in eps."""
+    prof = DPSGD(0.8, 0.05, 1000, "replace_one")
+    grid = np.array([20.0, 30.0, 40.0, 43.85, 45.0, 50.0, 52.4, 60.0, 100.0, 300.0])
+    upper = np.array([prof.delta_upper(float(e)) for e in grid])
+    accountant = np.asarray(prof.delta(grid), dtype=float)
+    assert np.all(upper >= accountant) and np.all(upper > 0)
+    assert np.all(np.diff(upper) <= 0)
+    assert upper[-1] >= prof._pld._pmf_remove._infinity_mass

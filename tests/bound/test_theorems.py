@@ -56,27 +56,31 @@ def tail_at(sf: np.ndarray, u) -> np.ndarray:
 
 
 def lp_linprog(sf: np.ndarray, n: int, v: int, m: float) -> float:
-    """max sum_j x_j Pr[S* >= v - j] s.t. sum_j j x_j <= m, sum_j x_j = 1, x >= 0 (j = 0..n)."""
-    j = np.arange(n + 1)
-    g = tail_at(sf, v - j)
-    res = optimize.linprog(-g, A_ub=j[None, :].astype(float), b_ub=[m], A_eq=np.ones((1, n + 1)), b_eq=[1.0],
-                           bounds=[(0, None)] * (n + 1), method="highs",
+    """max Pr[S* + F >= v] over every joint law y[s, f] of (S*, F) with S*'s law fixed, F in 0..n and
+    E[F] <= m: no independence between S* and the extra successes F (stages/bound/THEORY.md, Lemma 3)."""
+    pmf = -np.diff(np.append(sf[: n + 1], 0.0))
+    s, f = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    c = -((s + f) >= v).astype(float).ravel()
+    A_eq = np.kron(np.eye(n + 1), np.ones((1, n + 1)))  # sum_f y[s, f] = Pr[S* = s]
+    res = optimize.linprog(c, A_ub=f.ravel()[None, :].astype(float), b_ub=[m], A_eq=A_eq, b_eq=pmf,
+                           bounds=[(0, None)] * c.size, method="highs",
                            options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
     assert res.status == 0, res.message
     return float(-res.fun)
 
 
 def lp_vertices(sf: np.ndarray, n: int, v: int, m: float) -> float:
-    """The same LP solved exactly: its optimum is at a vertex, a point mass at j <= m or a two-point
-    law on j1 <= m < j2 with mean exactly m."""
-    j = np.arange(n + 1)
-    g = tail_at(sf, v - j)
-    best = float(np.max(g[j <= m]))
-    for j1 in j[j <= m]:
-        for j2 in j[j > m]:
-            w = (m - j1) / (j2 - j1)
-            best = max(best, (1 - w) * g[j1] + w * g[j2])
-    return best
+    """The same LP solved greedily: F fills the shortfall v - S* cheapest first (cost j per unit of
+    Pr[S* = v - j]), a fractional knapsack whose greedy solution is optimal."""
+    pmf = -np.diff(np.append(sf[: n + 1], 0.0))
+    best, budget = float(tail_at(sf, np.array([v]))[0]), m
+    for j in range(1, v + 1):
+        take = min(pmf[v - j], budget / j)
+        best += take
+        budget -= take * j
+        if budget <= 0:
+            break
+    return min(1.0, best)
 
 
 def profile_delta(profile, eps: float) -> float:
@@ -215,7 +219,7 @@ def test_tail_bound_at_equals_primal_lp(profile, p, data, eps):
     v = data.draw(st.integers(0, n), label="v")
     b = [beta_formula(eps, q) for q in p]
     sf = sf_recursion(b)
-    m = n * profile_delta(profile, eps)
+    m = profile_delta(profile, eps) * sum(1 - x for x in b)  # one exact guess: w_i = 1 - beta_i
     lp = lp_linprog(sf, n, v, m)
     exact = lp_vertices(sf, n, v, m)
     if T.pure_epsilon_of(profile) is not None and eps < profile.eps:
@@ -224,23 +228,25 @@ def test_tail_bound_at_equals_primal_lp(profile, p, data, eps):
             T.tail_bound_at(profile, p, v, eps)
         return
     got = T.tail_bound_at(profile, p, v, eps)
-    assert abs(lp - exact) <= 1e-9  # the two LP solutions agree (sanity of the reference)
-    assert got == pytest.approx(exact, abs=1e-9)  # the code computes the LP optimum itself
+    assert abs(lp - exact) <= 1e-8  # the two LP solutions agree (sanity of the reference)
+    assert got == pytest.approx(exact, abs=1e-9)  # min over J of the averages = the coupling LP's optimum
     assert got >= exact - 1e-12  # a valid bound: never below the LP optimum
-    # v > n: at most n targets can be attacked, so the bound is 0 (the LP over F is not needed)
+    # v > n: at most n targets can be attacked, so the bound is 0
     assert T.tail_bound_at(profile, p, n + 1, eps) == 0.0
 
 
-def test_tail_bound_at_uses_paper_alpha_at_small_delta():
-    """For m = n delta below the tangent point the LP value is T(v) + alpha n delta with the paper's
-    alpha = max_j (T(v - j) - T(v)) / j (thm:eps_bound_approx_comp); checked directly (1e-12)."""
-    p = np.full(20, 0.05)
-    prof = ApproxDP(1.0, 1e-6)
-    eps, v = 1.0, 5
-    sf = sf_recursion([beta_formula(eps, q) for q in p])
-    alpha = max(0.0, max((tail_at(sf, v - j) - sf[v]) / j for j in range(1, 21)))
-    want = sf[v] + alpha * 20 * 1e-6
-    assert T.tail_bound_at(prof, p, v, eps) == pytest.approx(want, abs=1e-12)
+def test_tail_bound_at_set_valued_weights():
+    """Set-valued success: the budget is delta(eps) sum_i (1 - c_i) / (e^eps p_i + 1 - p_i); c = None is c = 0."""
+    p, c, eps = np.array([0.4, 0.2, 0.3]), np.array([0.01, 0.1, 0.05]), 1.3
+    prof = GaussianDP(1.0)
+    b = [beta_formula(eps, q) for q in p]
+    sf = sf_recursion(b)
+    for coll in (c, None):
+        w = (1 - (np.zeros(3) if coll is None else coll)) / (math.exp(eps) * p + 1 - p)
+        m = profile_delta(prof, eps) * float(np.sum(w))
+        for v in range(1, 4):
+            got = T.tail_bound_at(prof, p, v, eps, set_valued=True, collision=coll)
+            assert got == pytest.approx(lp_vertices(sf, 3, v, m), abs=1e-9)
 
 
 # --------------------------------------------------------------------------------------------
@@ -268,10 +274,10 @@ def test_tail_bound_not_above_dense_grid(profile, p, v, top):
 
 
 def one_run_reference(profile, p, eps_grid, vs=None) -> np.ndarray:
-    """B[e, v] = the one-run bound at eps_grid[e] for v = 0..n+1, computed independently and vectorised
-    over the grid: beta from the paper's formula, Pr[S* >= u] by the O(n^2) recursion, and the LP's
-    optimum by its vertices (a point mass at j <= m, or two points j1 <= m < j2 with mean m), with
-    m = n delta(eps) from the profile's delta_upper (the same delta curve the theorem uses)."""
+    """B[e, v] = the split theorem's bound at eps_grid[e] for v = 0..n+1, computed independently and
+    vectorised over the grid: beta from the paper's formula, Pr[S* >= u] by the O(n^2) recursion, the
+    budget m = delta(eps) sum_i (1 - beta_i) (one exact guess), and min over every J of the average
+    (sum_{i <= J} Pr[S* >= v - i] + m) / (J + 1) (stages/bound/THEORY.md, Theorem 1)."""
     p = np.asarray(p, dtype=float)
     n, G = len(p), len(eps_grid)
     ee = np.exp(np.asarray(eps_grid))[:, None]
@@ -283,20 +289,14 @@ def one_run_reference(profile, p, eps_grid, vs=None) -> np.ndarray:
         pmf *= 1 - b[:, t : t + 1]
         pmf[:, 1:] += moved
     sf = np.concatenate([np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1], np.zeros((G, 1))], axis=1)
-    if G > 2000:  # in chunks, to keep the (grid, pairs) arrays small
-        return np.concatenate([one_run_reference(profile, p, eps_grid[i : i + 2000], vs) for i in range(0, G, 2000)])
-    m = n * np.array([profile.delta_upper(float(e)) for e in eps_grid])[:, None]
-    j = np.arange(n + 1)
-    j1, j2 = np.triu_indices(n + 1, k=1)
+    m = np.array([profile.delta_upper(float(e)) for e in eps_grid]) * np.sum(1.0 - b, axis=1)
     out = np.ones((G, n + 2))
     out[:, n + 1] = 0.0
     for v in range(1, n + 1) if vs is None else vs:
-        u = v - j
-        g = np.where(u[None, :] <= 0, 1.0, sf[:, np.clip(u, 0, n + 1)])
-        point = np.where(j[None, :] <= m, g, -np.inf).max(axis=1)
-        w = (m - j1[None, :]) / (j2 - j1)[None, :]
-        two = np.where((j1[None, :] <= m) & (m < j2[None, :]), (1 - w) * g[:, j1] + w * g[:, j2], -np.inf)
-        out[:, v] = np.minimum(1.0, np.maximum(point, two.max(axis=1)))
+        J = np.arange(v + 1)  # beyond J = v every term is 1, which cannot lower an average that is < 1
+        terms = sf[:, v - J]
+        averages = (np.cumsum(terms, axis=1) + m[:, None]) / (J + 1)[None, :]
+        out[:, v] = np.minimum(1.0, averages.min(axis=1))
     return out
 
 
@@ -344,15 +344,20 @@ def test_tail_bound_finds_the_deepest_valley_dpsgd():
 
 
 def test_second_valley_examples_from_the_audit():
-    """tail_bound returned 0.98478 (eps = 0.544) though eps = 1.327 gives 0.98103; count_bound said 1
-    where tail_bound(..., 1) = 0.947 <= 0.95 certifies 0."""
+    """Two cases where the paper-theorem search once stopped in the wrong valley: tail_bound and
+    count_bound must reach the minimum over a dense eps grid of tail_bound_at (every point is valid)."""
+    grid = np.linspace(0.0, 8.0, 1601)
     profile, p = GaussianDP(1.193), [0.782, 0.398, 0.863, 0.289, 0.424]
-    assert T.tail_bound(profile, p, 3) <= T.tail_bound_at(profile, p, 3, 1.327)
+    for v in (1, 2, 3):
+        assert T.tail_bound(profile, p, v) <= min(T.tail_bound_at(profile, p, v, e) for e in grid) * (1 + 1e-7)
     p = [0.007798386229600695, 0.024213932186566606, 0.0008844541637666743, 0.03924643618753395,
          0.47527121858203275, 0.03715268152659451, 0.14062956686299613, 0.05977580562359271,
          0.26144701163168194, 0.5544052432878208]
-    assert T.tail_bound(GaussianDP(0.3), p, 1) <= 0.95
-    assert T.count_bound(GaussianDP(0.3), p, 0.05) == 0
+    best = {v: min(T.tail_bound_at(GaussianDP(0.3), p, v, e) for e in grid) for v in range(1, 11)}
+    for conf in (0.05, 0.5, 0.95):
+        c = T.count_bound(GaussianDP(0.3), p, conf)
+        assert T.tail_bound(GaussianDP(0.3), p, c + 1) <= 1 - conf  # certified
+        assert c == 0 or best[c] > 1 - conf  # and no smaller count passes on the grid
 
 
 def test_tail_bound_trivial_v():
@@ -650,9 +655,14 @@ def test_expected_tail_value_and_standard_error(profile, eps):
     p_runs = rng.beta(0.5, 5, (R, n))
     p_runs[0, :3] = [0.0, 1.0, 0.5]
     value, se = T.expected_tail(profile, p_runs, v, eps=eps)
-    per_run = np.array([sf_recursion([beta_formula(eps, q) for q in row])[v] for row in p_runs])
-    want = min(1.0, per_run.mean() + n * profile_delta(profile, eps))
+    sfs = np.array([sf_recursion([beta_formula(eps, q) for q in row]) for row in p_runs])
+    per_run = sfs[:, v]
+    mean_sf = sfs.mean(axis=0)
+    m = n * profile_delta(profile, eps)
+    # Theorem 2: min over J of (sum_{i <= J} E[T(v - i)] + n delta) / (J + 1); J = 0 is the paper's form
+    want = min(1.0, min((sum(mean_sf[v - i] for i in range(J + 1)) + m) / (J + 1) for J in range(v + 1)))
     assert value == pytest.approx(want, abs=1e-9)
+    assert value <= min(1.0, per_run.mean() + m) + 1e-12
     assert se == pytest.approx(np.std(per_run, ddof=1) / math.sqrt(R), rel=1e-9)
     # np.std's default (ddof = 0) differs only by sqrt(R / (R - 1))
     assert se == pytest.approx(np.std(per_run) / math.sqrt(R) * math.sqrt(R / (R - 1)), rel=1e-9)

@@ -26,9 +26,9 @@ ROCKYOU_9DIGIT = DATA / "passwords" / "rockyou-top100k-9digit-withcount.csv"
 COLUMNS = {
     "compare_bounds": ["mu", "prior", "ours", "kgk", "mmc", "best", "best_source"],
     "advantage_by_prior": ["prior_name", "canary", "prior_probability", "eps", "advantage"],
-    "eps_protect": ["prior_name", "prior_probability", "eps_protect"],
-    "idealized_gaussian": ["prior_name", "eps", "attack_mean", "attack_ci_low", "attack_ci_high", "prior_mean",
-                           "bound_95"],
+    "eps_protect": ["prior_name", "prior_probability", "eps_protect", "delta", "threshold"],
+    "idealized_gaussian": ["prior_name", "eps", "delta", "trials", "attack_mean", "attack_ci_low", "attack_ci_high",
+                           "prior_mean", "bound_theorem", "bound_0.95", "exceed_0.95"],
     "rr_tightness": ["exponent", "eps", "max_prior_ratio", "condition_holds", "attack_mean", "attack_ci_low",
                      "attack_ci_high", "attack_exact", "bound_exact", "bound_empirical", "tightness"],
     "zipf_calibration": ["fit", "first_rank", "last_rank", "exponent", "ci_low", "ci_high", "p_max", "eps_protect",
@@ -170,7 +170,7 @@ def test_idealized_gaussian_sweep_writes_the_experiment_table(tmp_path):
         ("uniform", 1.0), ("uniform", 100.0), ("zipf", 1.0), ("zipf", 100.0)]
     for r in rows:
         assert float(r["attack_ci_low"]) <= float(r["attack_mean"]) <= float(r["attack_ci_high"])
-        assert 0 <= int(r["bound_95"]) <= 10
+        assert 0 <= int(r["bound_0.95"]) <= 10 and r["bound_theorem"] and float(r["delta"]) == 1e-5
     assert (sweep / "figures" / "idealized_gaussian.png").stat().st_size > 0
     # The report rebuilds the same table from the job folders.
     assert subprocess.run([sys.executable, "-m", "pipeline.report", str(sweep)], cwd=tmp_path, env=env,

@@ -24,7 +24,14 @@ def test_llm_canaries_job_writes_its_row_and_reuses_its_trainings(prior, compose
     assert row["prior_name"] == prior and row["eps"] == 10 and row["trials"] == 2
     assert len(metrics["attack_successes"]) == len(metrics["model_only_successes"]) == 2
     assert 0 <= row["prior_mean"] <= 10 and 0 <= row["ideal_mean"] <= 10
-    assert row["bound_05"] <= row["bound_50"] <= row["bound_95"] <= 10
+    assert row["bound_0.05"] <= row["bound_0.5"] <= row["bound_0.95"] <= 10
+    # Issue 14 items 2, 6, 16: the theorem, the model, and the exceedance at every confidence for every variant
+    assert row["bound_theorem"] == metrics["bound_theorem"]["theorem"] and row["bound_theorem"]
+    assert row["model"] == "tiny" and row["trainable"] == "body" and row["private"] is True and row["delta"] == 1e-5
+    for variant in ("", "model_only_", "fitted_"):
+        for c in ("0.05", "0.5", "0.95"):
+            assert 0 <= row[f"{variant}exceed_{c}"] <= 1
+    assert row["select_trials"] == row["heldout_trials"] == 1
     assert metrics["privacy"]["epsilon_replace_one"] <= 10 < metrics["privacy"]["epsilon_replace_one"] * 1.01
     stages = {s for s, _ in metrics["stages"]["computed"]}
     assert "dpsgd_release" in stages and (prior != "pii" or "pii_scores" in stages)
@@ -52,6 +59,54 @@ def test_best_rows_pick_the_best_hyperparameters():
             {"prior_name": "zipf", "eps": 1.0, "attack_mean": 2.0, "learning_rate": 0.1}]
     best = LLMCanaries.best_rows(rows)
     assert [(r["prior_name"], r["learning_rate"]) for r in best] == [("uniform", 1.0), ("zipf", 0.1)]
+    # no held-out half (one trial a job): the pick is scored on its own trials, and says so
+    assert best[0]["selection"] == "same trials, biased upward" and best[1]["selection"] == "one setting"
+
+
+def test_best_rows_select_on_half_the_trials_and_report_the_other_half():
+    """Issue 14 item 16: picking the best setting by its mean success on the trials it is reported on
+    uses the secrets; the pick uses the even trials (select_mean), the number the odd ones (heldout_mean)."""
+    from pipeline.experiments.llm import LLMCanaries
+
+    rows = [{"prior_name": "uniform", "eps": 1.0, "attack_mean": 9.0, "select_mean": 4.0, "heldout_mean": 3.0,
+             "heldout_ci_low": 2.0, "heldout_ci_high": 4.0, "learning_rate": 0.1},
+            {"prior_name": "uniform", "eps": 1.0, "attack_mean": 5.0, "select_mean": 6.0, "heldout_mean": 4.0,
+             "heldout_ci_low": 3.0, "heldout_ci_high": 5.0, "learning_rate": 1.0}]
+    (best,) = LLMCanaries.best_rows(rows)
+    assert best["learning_rate"] == 1.0 and best["selection"] == "held-out half"
+    assert (best["reported_mean"], best["reported_ci_low"], best["reported_ci_high"]) == (4.0, 3.0, 5.0)
+
+
+def test_non_private_llm_job_has_no_epsilon_no_bound_and_is_drawn_so(compose, tmp_path):
+    """Issue 14 item 1: experiment=llm_canaries ... mechanism.clipping=none was reported at eps = 10."""
+    from pipeline.experiments import run_task
+    from pipeline.experiments.llm import LLMCanaries
+
+    cfg = compose("experiment=llm_canaries", "mechanism.clipping=none", "trials=1", *TINY[:2], *TINY[3:])
+    metrics = run_task(cfg, tmp_path / "job")
+    (row,) = metrics["table"]
+    assert row["private"] is False and row["eps"] is None and row["bound_0.95"] is None
+    assert row["exceed_0.95"] is None and row["ideal_mean"] is None and row["bound_theorem"] == "none (not private)"
+    assert metrics["bound"] is None and metrics["privacy"]["private"] is False and metrics["privacy"]["epsilon"] is None
+    private = {**row, "private": True, "eps": 10.0, "delta": 1e-5, "bound_0.05": 1, "bound_0.5": 2, "bound_0.95": 3,
+               "ideal_mean": 1.0, "ideal_ci_low": 0.5, "ideal_ci_high": 1.5, "bound_theorem": "some theorem",
+               "exceed_0.05": 0.0, "exceed_0.5": 0.0, "exceed_0.95": 0.0}
+    import matplotlib.pyplot as plt
+
+    import pipeline.experiments.common as common
+
+    kept = {}
+    original = common.save_figure_atomic
+    common.save_figure_atomic = lambda fig, path: kept.setdefault("fig", fig)
+    try:
+        LLMCanaries.plot([row, private], tmp_path / "f.png")
+    finally:
+        common.save_figure_atomic = original
+    fig = kept["fig"]
+    text = " ".join([t.get_text() for t in fig.texts] + [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+                    + [ax.get_xlabel() for ax in fig.axes])
+    plt.close(fig)
+    assert "not private" in text and "some theorem" in text and "delta = 1e-05" in text and "trials per job" in text
 
 
 def test_pii_law_rows(compose, tmp_path):

@@ -82,7 +82,7 @@ def test_bayes_optimal_attack_rarely_exceeds_the_95_percent_bound(overrides, com
     bound = np.asarray((metrics.get("bound_per_trial") or metrics["bound"])["0.95"])
     exceeded = int(np.sum(attack > bound))
     assert exceeded <= _allowed_exceedances(trials), (exceeded, trials)  # <= 30 of 400 (7.5%)
-    assert metrics["bound_exceeded_fraction"] == pytest.approx(exceeded / trials)
+    assert metrics["exceed"]["0.95"] == pytest.approx(exceeded / trials)
     # The attack does learn something, so the check is not vacuous.
     assert attack.mean() > np.mean(metrics["prior_successes"])
 

@@ -467,11 +467,11 @@ def test_every_data_file_a_config_names_is_in_tests_data(compose_config):
         for option in options(group):
             cfg = OmegaConf.to_container(compose_config(f"{group}={option}"), resolve=False)
             named.update({value: f"{group}={option}: {key}" for key, value in _data_paths(cfg)})
-    try:
-        from stages.prior.tabular import DATASETS
+    try:  # the stand-ins; the paper's tables (FETCHED) are what `fetch` writes, not shipped
+        from stages.prior.tabular import STAND_INS
     except ImportError:
-        DATASETS = {}
-    named.update({path: f"stages.prior.tabular.DATASETS[{name!r}]" for name, paths in DATASETS.items() for path in paths})
+        STAND_INS = {}
+    named.update({path: f"stages.prior.tabular.STAND_INS[{name!r}]" for name, paths in STAND_INS.items() for path in paths})
     assert "passwords/rockyou-top100k-9digit-withcount.csv" in named
     missing = {path: where for path, where in named.items() if not (TEST_DATA / path).exists()}
     assert missing == {}, f"named by a config but not shipped in tests/data: {missing}"

@@ -77,11 +77,17 @@ def test_a_second_job_in_a_used_folder_is_refused_and_changes_nothing(tmp_path):
     first = run_cli(*SMALL, f"hydra.run.dir={folder}", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     before = (folder / "metrics.json").read_bytes()
+    # Issue 14 item 4: Hydra wrote the refused job's .hydra/config.yaml (seed 5) beside the first job's
+    # metrics.json (seed 0); now no file of the folder changes, .hydra/ and game.log included.
+    files = {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    assert Path(".hydra/config.yaml") in files and Path("game.log") in files
     second = run_cli(*SMALL, "seed=5", f"hydra.run.dir={folder}", cwd=tmp_path)
     assert second.returncode == 2
     lines = _error_lines(second.stderr)
     assert len(lines) == 1 and "already holds a metrics.json" in lines[0] and str(folder) in lines[0], second.stderr
     assert (folder / "metrics.json").read_bytes() == before and (folder / "figures" / "successes.png").is_file()
+    after = {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    assert after == files, sorted(k for k in set(after) | set(files) if after.get(k) != files.get(k))
 
 
 def test_refused_value_leaves_no_job_folder(tmp_path):

@@ -76,8 +76,17 @@ def test_figure_has_markers_per_panel_n_and_its_settings(sweep):
         for needed in ("delta = 1e-05", "trials = 5", "metric = exact", "k = 2", "comparator = kgk",
                        '"bound @ c": with probability >= c at most this many'):
             assert needed in text, (needed, text)
-        legend = [t.get_text() for t in axes[-1].get_legend().get_texts()]
+        legend = [t.get_text() for t in fig.legends[0].get_texts()]
         assert "prior baseline z* (k=2, mean)" in legend
+        # Issue 14 item 2: the bound lines name the theorem behind their numbers; with attack.k=2 the
+        # one_run box falls back to KGK + Markov, and the kgk comparator is its own theorem, so the
+        # panels differ and each panel's title names its theorem.
+        theorems = {r["bound_theorem"] for r in rows}
+        assert len(theorems) == 2 and all(theorems), theorems
+        titles = " ".join(ax.get_title().replace("\n", " ") for ax in axes)
+        for theorem in theorems:
+            assert theorem.split(" ")[0] in titles, (theorem, titles)
+        assert "theorem" in fig.legends[0].get_title().get_text()  # the legend says where the theorems are
     finally:
         import matplotlib.pyplot as plt
 

@@ -57,3 +57,27 @@ def test_logger_none_logs_nothing(compose_config, tmp_path):
     run_job(compose_config("logger=none", "prior.n_targets=10", "trials=3"), tmp_path / "job", choices=CHOICES)
     assert (tmp_path / "job" / "metrics.json").is_file()
     assert not (tmp_path / "job" / "wandb").exists()
+
+
+def test_run_config_holds_only_what_the_run_used(compose_config, tmp_path):
+    """Issue 14 item 6: every run's W&B config carried `model: smollm2` and `data_dir`, used or not."""
+    run_job(compose_config("logger=wandb", "prior.n_targets=10", "trials=2"), tmp_path / "plain", choices=CHOICES)
+    config = _only_run(tmp_path / "plain")["config"]
+    assert {"prior", "mechanism", "attack", "metric", "bound", "seed", "trials", "confidences"} <= set(config)
+    assert not {"model", "data_dir", "logger", "outputs_dir", "cache_dir", "task"} & set(config), sorted(config)
+
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "c.csv").write_text("count\n81\n27\n9\n3\n1\n")
+    cfg = compose_config("logger=wandb", "prior=zipf", "prior.counts_file=c.csv", f"data_dir={tmp_path / 'mine'}",
+                         "prior.n_targets=5", "trials=2")
+    run_job(cfg, tmp_path / "counts", choices=CHOICES)
+    config = _only_run(tmp_path / "counts")["config"]
+    assert config["data_dir"] == str(tmp_path / "mine") and "model" not in config
+
+
+def test_run_config_keeps_the_model_where_a_box_uses_it(compose_config):
+    from pipeline.tracking import run_config
+
+    cfg = compose_config("mechanism=dpsgd", "attack=model_attack", "model=tiny")
+    assert run_config(cfg, ("prior", "mechanism", "attack", "metric", "bound"))["model"]["_target_"].endswith("TinyModel")
+    assert "model" not in run_config(compose_config(), ("prior", "mechanism", "attack", "metric", "bound"))

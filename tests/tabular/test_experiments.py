@@ -20,13 +20,14 @@ SMALL = ["trials=2", "prior.n_records=30", "attack.steps=150"]
 SHRINK = {
     "tabular_single_column": ["task.datasets={acs:[SEX,AGEP],fire:[ALS Unit]}"],
     "tabular_epsilon": ["task.epsilons=[1,.inf]"],
-    "tabular_multi_column": ["~task.datasets.acs", "task.max_targets=2"],
-    "tabular_approximate": ["~task.datasets.fire"],
+    "tabular_multi_column": ["task.datasets={fire: all}", "task.max_targets=2"],
+    "tabular_approximate": ["task.datasets={acs: AGEP}"],
 }
 COLUMNS = {
     "tabular_single_column": ["dataset", "column", "epsilon", "objective", "trials", "attack_mean", "attack_ci_low",
-                              "attack_ci_high", "prior_mean", "prior_expected", "bound_05", "bound_50", "bound_95",
-                              "exceed_95", "noise_scale", "n_marginals"],
+                              "attack_ci_high", "prior_mean", "prior_expected", "bound_0.05", "bound_0.5", "bound_0.95",
+                              "exceed_0.05", "exceed_0.5", "exceed_0.95", "bound_theorem", "n_records", "delta",
+                              "noise_scale", "n_marginals"],
 }
 COLUMNS["tabular_epsilon"] = COLUMNS["tabular_single_column"]
 COLUMNS["tabular_multi_column"] = COLUMNS["tabular_single_column"][:2] + ["m"] + COLUMNS["tabular_single_column"][2:]
@@ -57,11 +58,15 @@ def test_experiment_runs_shrunk(name, compose, tmp_path):
     for r in metrics["table"]:
         assert {r["objective"] for r in metrics["table"]} == {"noise_aware", "plain"}
         assert 0 <= r["attack_mean"] <= 30 and 0 <= r["prior_mean"] <= 30
-        assert r["bound_05"] <= r["bound_50"] <= r["bound_95"] <= 30
-        assert r["bound_95"] >= r["prior_expected"] - 1e-9  # the bound never drops below the prior's expectation
+        assert r["bound_0.05"] <= r["bound_0.5"] <= r["bound_0.95"] <= 30
+        assert r["bound_0.95"] >= r["prior_expected"] - 1e-9  # the bound never drops below the prior's expectation
+        # Issue 14: every row names the theorem behind its bound, and intervals stay in [0, n_records].
+        assert r["bound_theorem"] and r["n_records"] == 30 and r["delta"] == 1e-5
+        for low, high in ((r["attack_ci_low"], r["attack_ci_high"]), (r["prior_ci_low"], r["prior_ci_high"])):
+            assert not low < 0 and not high > 30, (low, high)
     if name == "tabular_epsilon":
         infinite = [r for r in metrics["table"] if r["epsilon"] == "inf"]
-        assert infinite and all(r["bound_95"] == 30 and r["noise_scale"] == 0 for r in infinite)
+        assert infinite and all(r["bound_0.95"] == 30 and r["noise_scale"] == 0 for r in infinite)
     if name == "tabular_single_column":
         assert {(r["dataset"], r["column"], r["n_marginals"]) for r in metrics["table"]} == {
             ("acs", "SEX", 105), ("acs", "AGEP", 105), ("fire", "ALS Unit", 36)}
@@ -74,7 +79,7 @@ def test_experiment_runs_shrunk(name, compose, tmp_path):
 
 
 def test_stages_are_reused(compose, tmp_path):
-    cfg = compose("experiment=tabular_single_column", *SMALL, "~task.datasets.acs", "task.datasets.fire=[ALS Unit]")
+    cfg = compose("experiment=tabular_single_column", *SMALL, "task.datasets={fire: [ALS Unit]}")
     cache = StageCache(tmp_path / "cache")
     first = experiments.run_task(cfg, tmp_path / "a", cache=cache)
     computed = len(cache.computed)
@@ -88,17 +93,17 @@ def test_attack_exceeds_the_95_bound_rarely(compose, tmp_path):
     exceedances is at most Binomial(R, 0.05), whose 0.999 quantile we allow (the bound holds for any attack)."""
     trials = 20
     cfg = compose("experiment=tabular_single_column", f"trials={trials}", "prior.n_records=30", "attack.steps=300",
-                  "mechanism.epsilon=2", "~task.datasets.acs", "task.datasets.fire=[ALS Unit]")
+                  "mechanism.epsilon=2", "task.datasets={fire: [ALS Unit]}")
     rows = experiments.run_task(cfg, tmp_path / "job")["table"]
     allowed = stats.binom.ppf(0.999, trials, 0.05)
     for r in rows:
-        assert r["exceed_95"] * trials <= allowed
+        assert r["exceed_0.95"] * trials <= allowed
 
 
 @pytest.mark.parametrize("override,message", [
     ("task.datasets={acs:[NOPE]}", "names column 'NOPE'"),
     ("mechanism.epsilon=0", "epsilon must be > 0"),
-    ("+task.datasets.adult=all", "datasets must be among"),
+    ("task.datasets={adult: all}", "datasets must be one of acs, fire, acs/recon-synth, fire/recon-synth"),
     ("task.objectives=[sgd]", "objectives must list"),
 ])
 def test_bad_input_is_one_sentence_and_no_output(override, message, compose, tmp_path):

@@ -76,3 +76,53 @@ def test_exact_marginals_recover_the_target_column(objective):
 def test_bad_objective():
     with pytest.raises(ValueError, match="objective must be one of"):
         RAPAttack(objective="adversarial")
+
+
+def _decode_setting(seed=0, n=200):
+    from tabular_helpers import random_network
+
+    net = random_network(seed=seed)
+    x = net.sample(np.random.default_rng(seed), n)
+    known, targets = [0], [1, 2, 3, 4]
+    unknown = [1, 2, 3, 4]
+    marginals = net.conditional_marginals(known, x[:, known], unknown)
+    relaxed = np.zeros((n, 5, max(net.domain)))
+    relaxed[np.arange(n), 0, x[:, 0]] = 1.0
+    return net, x, known, targets, unknown, marginals, relaxed
+
+
+def test_joint_decode_without_signal_is_the_prior_only_guess():
+    """A relaxed table equal to the prior (the release said nothing): joint decode returns z*, the joint MAP,
+    so it is never worse than knowing nothing; per-column argmax returns the product of the per-column maxima,
+    which scores below z* on several targets."""
+    net, x, known, targets, unknown, marginals, relaxed = _decode_setting()
+    for j in unknown:
+        relaxed[:, j, :net.domain[j]] = marginals[j]
+    z_star, _ = net.joint_map(known, x[:, known], targets)
+    joint = RAPAttack(decode="joint").decode(relaxed, targets, Exact(), network=net, known=known,
+                                             known_values=x[:, known], prior_marginals=marginals)
+    np.testing.assert_array_equal(joint, z_star)
+    per_column = RAPAttack(decode="per_column").decode(relaxed, targets, Exact(), network=net, known=known,
+                                                       known_values=x[:, known], prior_marginals=marginals)
+    np.testing.assert_array_equal(per_column, np.stack([marginals[t].argmax(axis=1) for t in targets], axis=1))
+    assert np.any(per_column != z_star)
+    # expected successes Pr[all targets right | known]: z* is the maximiser, the per-column guess is not
+    p_joint = np.exp(net.log_probability(np.concatenate([x[:, known], joint], axis=1)))
+    p_columns = np.exp(net.log_probability(np.concatenate([x[:, known], per_column], axis=1)))
+    assert p_joint.sum() > p_columns.sum()
+
+
+def test_joint_decode_follows_a_confident_release():
+    """Relaxed rows one-hot on the true values (exact marginals that pin the records): both decodes recover them."""
+    net, x, known, targets, unknown, marginals, relaxed = _decode_setting(seed=1)
+    for j in unknown:
+        relaxed[np.arange(x.shape[0]), j, x[:, j]] = 1.0
+    for decode in ("joint", "per_column"):
+        z = RAPAttack(decode=decode).decode(relaxed, targets, Exact(), network=net, known=known,
+                                            known_values=x[:, known], prior_marginals=marginals)
+        np.testing.assert_array_equal(z, x[:, targets])
+
+
+def test_bad_decode():
+    with pytest.raises(ValueError, match=r"decode must be one of \['joint', 'per_column'\], got 'mean'"):
+        RAPAttack(decode="mean")

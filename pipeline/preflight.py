@@ -1,0 +1,173 @@
+"""Checks a game runs before anything expensive starts: boxes that fit together, a config that resolves,
+a job whose memory fits this machine, a privacy profile the mechanism can give.
+
+Every refusal is a ConfigError, one sentence naming the config key (or the options) and the fix, raised
+before a box is built (for what the config alone tells) or before the first trial (for what needs the
+built boxes). `estimate_job` logs the job's size and peak-memory estimate at its start and refuses a job
+that cannot fit in the memory this process may use; the trials' progress then logs the time estimate
+measured on the first trial (pipeline.game.Progress).
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import resource
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import InterpolationKeyError, OmegaConfBaseException
+
+__all__ = ["check_config", "check_profile", "estimate_job", "available_memory", "TABULAR_TARGETS"]
+
+log = logging.getLogger("pipeline.game")
+
+# The boxes of the tabular case study play only in its experiments (pipeline/experiments/tabular.py).
+TABULAR_TARGETS = ("stages.prior.baynet.", "stages.mechanism.noisy_marginals.", "stages.attack.rap.")
+# Peak memory of a game, measured (README, Outputs: 10^6 targets x 10 candidates peaks at ~970 MB): the
+# interpreter and libraries, about a dozen targets x candidates float arrays alive at once (the prior,
+# its CDF, the release, the posterior and its temporaries), and what each trial keeps.
+BASE_BYTES = 200 * 2**20
+MATRICES = 12
+PER_TRIAL_BYTES = 400  # two counts and the grouped prior successes (two small arrays) of one trial
+
+
+def _config_error(message: str):
+    from pipeline.game import ConfigError
+
+    return ConfigError(message)
+
+
+def _target(cfg: DictConfig, group: str) -> str:
+    node = cfg.get(group)
+    if node is None or not OmegaConf.is_dict(node):
+        return ""
+    return str(node.get("_target_", "") or "")
+
+
+def _class(target: str):
+    from hydra.utils import get_class
+
+    try:
+        return get_class(target)
+    except Exception:  # noqa: BLE001 - an unknown target is reported when the box is built
+        return None
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Refuse, before any box is built, boxes that cannot play together and a config that does not resolve."""
+    targets = {group: _target(cfg, group) for group in ("prior", "mechanism", "attack")}
+    tabular = [f"{group}={targets[group].split('.')[-2]}" for group in targets
+               if targets[group].startswith(TABULAR_TARGETS)]
+    if tabular:
+        from stages.prior.baynet import GENERIC_GAME_MESSAGE
+
+        raise _config_error(f"{', '.join(tabular)} cannot play in the generic game: {GENERIC_GAME_MESSAGE}")
+    attack, mechanism = _class(targets["attack"]), _class(targets["mechanism"])
+    needs = tuple(getattr(attack, "needs_mechanism", ()) or ()) if attack is not None else ()
+    if mechanism is not None and needs and not all(hasattr(mechanism, name) for name in needs):
+        fits = getattr(attack, "fits_mechanisms", "another mechanism")
+        raise _config_error(
+            f"attack={targets['attack'].split('.')[-2]} cannot attack mechanism={targets['mechanism'].split('.')[-2]}: "
+            f"it needs {fits}; choose one of those mechanisms or another attack (e.g. attack=prior_only).")
+    try:
+        OmegaConf.to_container(cfg, resolve=True)
+    except InterpolationKeyError as exc:
+        key = getattr(exc, "full_key", None) or "a config key"
+        raise _config_error(
+            f"{key} cannot be resolved ({str(exc).splitlines()[0]}): the options chosen do not fit together; "
+            f"choose options that do, or set {key}=<value> on the command line.") from None
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None) or "the config"
+        raise _config_error(f"{key} cannot be resolved: {str(exc).splitlines()[0]}; fix that value on the "
+                            f"command line.") from None
+
+
+def available_memory() -> int | None:
+    """Bytes this process may still allocate: the least of MemAvailable, the cgroup's limit left and RLIMIT_AS."""
+    limits = []
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    limits.append(int(line.split()[1]) * 1024)
+    except OSError:
+        pass
+    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        try:
+            with open(limit_file) as f:
+                raw = f.read().strip()
+            if raw != "max" and int(raw) < 2**60:
+                with open(usage_file) as f:
+                    limits.append(max(0, int(raw) - int(f.read().strip())))
+            break
+        except (OSError, ValueError):
+            continue
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft not in (resource.RLIM_INFINITY, -1):
+        limits.append(int(soft))
+    return min(limits) if limits else None
+
+
+def _int(value: Any) -> int | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return int(number) if math.isfinite(number) and number > 0 else None
+
+
+def _size(nbytes: float) -> str:
+    for unit, scale in (("TB", 2**40), ("GB", 2**30), ("MB", 2**20)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes / 2**20:.2g} MB"
+
+
+def estimate_job(cfg: DictConfig, trials: int, per_target: bool = False) -> dict:
+    """Log the game's size and estimated peak memory, and refuse it if that exceeds the memory available.
+
+    Sizes come from the config (prior.n_targets, prior.domain_size, attack.k, trials), before any box is
+    built, so a prior too large to hold is refused in one sentence instead of a MemoryError.
+    """
+    prior = cfg.get("prior") or {}
+    attack = cfg.get("attack") or {}
+    n = _int(prior.get("n_targets")) if OmegaConf.is_dict(prior) else None
+    m = _int(prior.get("domain_size")) if OmegaConf.is_dict(prior) else None
+    k = (_int(attack.get("k")) if OmegaConf.is_dict(attack) else None) or 1
+    matrix = float(n) * float(m) * 8 if n and m else 0.0
+    peak = BASE_BYTES + MATRICES * matrix + float(trials) * PER_TRIAL_BYTES
+    if per_target and n:
+        peak += float(trials) * n * k * 16
+    if "expected" in _target(cfg, "bound").lower() and n:
+        peak += float(trials) * n * k * 8  # Theorem 3.2 averages per-trial tails over trials x targets
+    available = available_memory()
+    sizes = f"{trials} trials" + (f" x {n} targets x {m} candidates" if n and m else "")
+    estimate = {"trials": trials, "n_targets": n, "domain_size": m, "peak_bytes": peak, "available_bytes": available}
+    log.info("job size: %s: about %s of memory at its peak%s; the time is estimated after the first trial",
+             sizes, _size(peak), f" ({_size(available)} available)" if available else "")
+    if available is not None and peak > available:
+        what = []
+        if MATRICES * matrix > available / 2:
+            what.append(f"prior.n_targets x prior.domain_size = {n} x {m}")
+        if float(trials) * PER_TRIAL_BYTES > available / 2 or (per_target and n):
+            what.append(f"trials={trials}" + (" with save_per_target=true" if per_target else ""))
+        cause = " and ".join(what) or sizes
+        raise _config_error(
+            f"the job needs about {_size(peak)} of memory ({cause}) but only {_size(available)} is available; "
+            f"lower {'prior.n_targets or prior.domain_size' if 'prior' in cause else 'trials'} "
+            f"(or run it on a machine with more memory).")
+    return estimate
+
+
+def check_profile(cfg: DictConfig, boxes) -> None:
+    """The mechanism's privacy profile, built before the first trial: a value it refuses (RR at epsilon =
+    inf, ...) is one sentence naming the mechanism's config key, not an error after every trial was played."""
+    from pipeline.game import _box_error
+
+    try:
+        boxes.mechanism.profile  # noqa: B018 - building it is the check
+    except (ValueError, OverflowError, ArithmeticError) as exc:
+        raise _box_error("mechanism", cfg, exc if isinstance(exc, ValueError) else ValueError(str(exc))) from exc

@@ -1,0 +1,150 @@
+"""Datasets by name: the paper's tables (as `pipeline.data fetch` writes them) and the stand-ins.
+
+The paper's rows cannot be fetched here, so the fixture writes a small random table consistent with the
+paper's domain files (tests/data/*/reference/recon-synth_*-domain.json, recon-synth's own) in the layout
+`fetch` produces; the experiments then run on it by name, targeting the columns its domain file has.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline import experiments
+from pipeline.game import ConfigError
+from stages.prior.baynet import BayNetPrior
+from stages.prior.tabular import DATASETS, FETCHED, STAND_INS, load_table, read_domain
+
+TEST_DATA = Path(__file__).resolve().parents[1] / "data"
+SMALL = ["trials=1", "prior.n_records=20", "attack.steps=20"]
+
+
+def write_paper_shaped(data_dir: Path, source: str, rows: int = 300, seed: int = 0) -> dict:
+    """<source>/recon-synth/<source>.csv and -domain.json: random codes within the paper's domain, with a
+    latent class so the columns depend on each other (a BayNet has something to fit)."""
+    domain = json.loads((TEST_DATA / source / "reference" / f"recon-synth_{source}-domain.json").read_text())
+    rng = np.random.default_rng(seed)
+    latent = rng.integers(0, 3, rows)
+    columns = {}
+    for name, size in domain.items():
+        table = rng.dirichlet(np.full(size, 0.5), size=3)  # Pr[code | latent class]
+        columns[name] = (table[latent].cumsum(axis=1) < rng.random(rows)[:, None]).sum(axis=1).clip(0, size - 1)
+    folder = data_dir / source / "recon-synth"
+    folder.mkdir(parents=True)
+    (folder / f"{source}-domain.json").write_text(json.dumps(domain) + "\n")
+    header = ",".join(f'"{c}"' if " " in c else c for c in domain)
+    body = "\n".join(",".join(str(int(columns[c][r])) for c in domain) for r in range(rows))
+    (folder / f"{source}.csv").write_text(header + "\n" + body + "\n")
+    return domain
+
+
+@pytest.fixture
+def paper_data(tmp_path) -> Path:
+    """A data folder holding paper-shaped acs and fire tables (and nothing else)."""
+    data_dir = tmp_path / "data"
+    write_paper_shaped(data_dir, "acs", seed=0)
+    write_paper_shaped(data_dir, "fire", seed=1)
+    return data_dir
+
+
+def test_names_cover_the_stand_ins_and_what_fetch_writes():
+    from pipeline.data import PREPARED
+
+    assert set(DATASETS) == set(STAND_INS) | set(FETCHED)
+    for source, (table, domain, _) in PREPARED.items():
+        assert DATASETS[f"{source}/recon-synth"] == (table, domain)
+
+
+def test_paper_table_by_name(paper_data):
+    table = load_table("acs/recon-synth", paper_data)
+    assert table.n_columns == 16 and "SCHL" in table.columns and "EDU" not in table.columns
+    assert table.domain[table.columns.index("SCHL")] == 25
+    assert list(read_domain("fire/recon-synth", paper_data)) == list(load_table("fire/recon-synth", paper_data).columns)
+    prior = BayNetPrior("acs/recon-synth", str(paper_data), targets=["SCHL"], n_records=10)
+    assert prior.sample(np.random.default_rng(0)).shape == (10, 16)
+    assert prior.params()["dataset"] == "acs/recon-synth"
+
+
+@pytest.mark.parametrize("name", ["acs_recon_synth", "adult", "recon-synth"])
+def test_unknown_name_is_one_sentence_listing_the_known(name):
+    for build in (lambda: load_table(name), lambda: BayNetPrior(name)):
+        with pytest.raises(ValueError) as info:
+            build()
+        message = str(info.value)
+        assert "\n" not in message and repr(name) in message
+        assert all(known in message for known in DATASETS)
+
+
+def test_a_missing_paper_table_says_how_to_fetch_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"run `python -m pipeline\.data fetch acs`"):
+        load_table("acs/recon-synth", tmp_path)
+
+
+@pytest.mark.parametrize("name,column", [("tabular_single_column", "all"), ("tabular_epsilon", "SCHL"),
+                                         ("tabular_multi_column", "all"), ("tabular_approximate", "AGEP")])
+def test_every_tabular_experiment_runs_on_the_paper_table(name, column, paper_data, compose_config, tmp_path):
+    shrink = {"tabular_single_column": [], "tabular_epsilon": ["task.epsilons=[1]"],
+              "tabular_multi_column": ["task.max_targets=2"], "tabular_approximate": []}[name]
+    cfg = compose_config(f"experiment={name}", "prior.dataset=acs/recon-synth", f"data_dir={paper_data}", *SMALL,
+                         *shrink)
+    metrics = experiments.run_task(cfg, tmp_path / "job")
+    rows = metrics["table"]
+    assert {r["dataset"] for r in rows} == {"acs/recon-synth"}
+    assert metrics["datasets"] == {"acs/recon-synth": column}
+    played = {c for r in rows for c in r["column"].split("+")}
+    if name == "tabular_single_column":
+        assert played == set(read_domain("acs/recon-synth", paper_data))  # every column of the paper's domain
+    elif name == "tabular_multi_column":
+        assert {r["m"] for r in rows} == {1, 2}
+    else:
+        assert played == {column}
+
+
+def test_experiment_on_both_paper_tables_by_task_datasets(paper_data, compose_config, tmp_path):
+    cfg = compose_config("experiment=tabular_epsilon", "task.epsilons=[1]", f"data_dir={paper_data}", *SMALL,
+                         "task.datasets={acs/recon-synth: SCHL, fire/recon-synth: ALS Unit}")
+    rows = experiments.run_task(cfg, tmp_path / "job")["table"]
+    assert {(r["dataset"], r["column"]) for r in rows} == {("acs/recon-synth", "SCHL"), ("fire/recon-synth", "ALS Unit")}
+
+
+def test_task_datasets_narrows(compose_config, tmp_path):
+    """Issue 14 item 5: the documented override plays exactly those tables and columns (FIRE ran too before)."""
+    cfg = compose_config("experiment=tabular_single_column", *SMALL, "task.datasets={acs: [SEX, EDU]}")
+    metrics = experiments.run_task(cfg, tmp_path / "job")
+    assert {(r["dataset"], r["column"]) for r in metrics["table"]} == {("acs", "SEX"), ("acs", "EDU")}
+
+
+def test_defaults_are_the_stand_ins_with_their_own_columns(compose_config):
+    from pipeline.experiments import build_task
+
+    cases = {"tabular_single_column": {"acs": "all", "fire": "all"},
+             "tabular_multi_column": {"acs": "all", "fire": "all"},
+             "tabular_epsilon": {"acs": "EDU", "fire": "ALS Unit"},
+             "tabular_approximate": {"acs": "AGEP", "fire": "Zipcode of Incident"}}
+    for name, expected in cases.items():
+        cfg = compose_config(f"experiment={name}")
+        task = build_task(cfg)
+        assert task.select(cfg.prior.dataset, cfg.data_dir) == expected
+        assert task.select("fire", cfg.data_dir) == {"fire": expected["fire"]}
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["prior.dataset=acs_recon_synth"], "prior.dataset must be one of acs, fire, acs/recon-synth, fire/recon-synth"),
+    (["task.datasets={acs: [SCHL]}"], "datasets.acs names column 'SCHL'"),
+    (["task.datasets={acs/recon-synth: [EDU]}"], "datasets.acs/recon-synth names column 'EDU'"),
+    (["task.datasets={nope: all}"], "datasets must be one of"),
+    (["prior.dataset=acs", "task.datasets={fire: all}"], "prior.dataset=acs and task.datasets .* disagree"),
+])
+def test_bad_names_are_refused_before_any_work(overrides, message, paper_data, compose_config, tmp_path):
+    from pipeline.cache import StageCache
+
+    cfg = compose_config("experiment=tabular_single_column", f"data_dir={paper_data}", *SMALL, *overrides)
+    if "task.datasets={acs: [SCHL]}" in overrides:  # the stand-in's domain file
+        cfg = compose_config("experiment=tabular_single_column", *SMALL, *overrides)
+    cache = StageCache(tmp_path / "cache")
+    with pytest.raises(ConfigError, match=message) as info:
+        experiments.run_task(cfg, tmp_path / "job", cache=cache)
+    assert "\n" not in str(info.value)
+    assert not cache.computed and not (tmp_path / "job" / "metrics.json").exists()

@@ -1,0 +1,130 @@
+"""Every shell command of README.md's ```bash blocks runs (issue 14, item 7).
+
+Each command is run as written, made small: a single game gets `prior.n_targets=20 trials=2` appended; what
+would load a language model or run an experiment's full grid is run with `--cfg job` (composed, not run);
+a `-m` sweep is expanded exactly as Hydra's basic sweeper does (the experiment's `hydra.sweeper.params`
+merged with the command line) and its job count is checked against the `# N jobs` its README line states;
+the quickstart-sized sweep also runs, and the report commands run on its folder. A command that cannot run
+in CI says so in the README (`[not in CI: <reason>]`) and is skipped with that reason, and only those.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from clitools import CONF_DIR, REPO, cli_env
+
+README = REPO / "README.md"
+NOT_IN_CI = re.compile(r"\[not in CI: ([^\]]+)\]")
+JOBS = re.compile(r"#.*?\b(\d+) jobs\b")
+SMALL_GAME = ("prior.n_targets=20", "trials=2")
+# Boxes that load a language model, and experiments: composed only (--cfg job), never run here.
+COSTLY = re.compile(r"\bexperiment=|mechanism=dpsgd|prior=pii|model=(gpt2|smollm2)")
+
+
+def readme_commands() -> list[tuple[int, str, str]]:
+    """(line number, command with continuations joined, its comment) for every command of a ```bash block."""
+    commands, block, pending, start = [], False, "", 0
+    for number, line in enumerate(README.read_text().splitlines(), start=1):
+        if line.startswith("```"):
+            block = line.strip() == "```bash"
+            continue
+        if not block or (not pending and (not line.strip() or line.lstrip().startswith("#"))):
+            continue
+        if not pending:
+            start = number
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        full = pending + line
+        pending = ""
+        code, _, comment = full.partition(" #")  # the README's commands hold no " #" of their own
+        code, comment = " ".join(code.split()), ("#" + comment if comment else "")
+        commands.append((start, code, comment))
+    return commands
+
+
+COMMANDS = readme_commands()
+
+
+def _python(words: list[str]) -> list[str]:
+    if words[:3] == ["nice", "-n", "10"]:
+        words = words[3:]
+    if words[0] in ("python", ".venv/bin/python"):
+        words = [sys.executable, *words[1:]]
+    return words
+
+
+def _placeholders(text: str, sweep_dir: Path | None) -> str:
+    if sweep_dir is not None:
+        text = text.replace("outputs/multirun/<date>/<time>-<suffix>", str(sweep_dir))
+        text = text.replace("<sweep dir>", str(sweep_dir))
+    text = text.replace("/path/to/data", str(REPO / "tests" / "data"))
+    return re.sub(r"<[^<>]+>", "debug", text)  # <partition>, <gpu partition>
+
+
+def _run(words, cwd, timeout=300):
+    return subprocess.run(words, cwd=cwd, env=cli_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def count_jobs(args: list[str]) -> int:
+    """The number of jobs `python -m pipeline -m <args>` launches: Hydra's basic sweeper's own expansion."""
+    from hydra import compose, initialize_config_dir
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    args = [a for a in args if a not in ("-m", "--multirun")]
+    parser = OverridesParser.create()
+    parsed = parser.parse_overrides(args)
+    fixed = [a for a, o in zip(args, parsed) if not o.is_sweep_override()]
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=fixed, return_hydra_config=True)  # every fixed override must apply
+    params = [f"{k}={v}" for k, v in (cfg.hydra.sweeper.get("params") or {}).items()]
+    batches = BasicSweeper.split_arguments(parser.parse_overrides(params + args), None)
+    return sum(len(batch) for batch in batches)
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory):
+    """The folder of the README's quickstart-sized sweep, run small (for the report commands)."""
+    folder = tmp_path_factory.mktemp("readme") / "sweep"
+    result = _run([sys.executable, "-m", "pipeline", "-m", "mechanism.epsilon=0.5,1,2,4,8", "prior=uniform,zipf",
+                   *SMALL_GAME, f"hydra.sweep.dir={folder}"], cwd=folder.parent)
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.parent.name for p in folder.glob("*/metrics.json")) == sorted(str(i) for i in range(10))
+    return folder
+
+
+def test_every_readme_shell_block_is_collected():
+    assert len(COMMANDS) >= 20
+    assert any("llm_canaries hydra/launcher=slurm_local" in code for _, code, _ in COMMANDS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("line,code,comment", COMMANDS, ids=[f"README:{n}" for n, _, _ in COMMANDS])
+def test_readme_command_runs(line, code, comment, tmp_path, request):
+    reason = NOT_IN_CI.search(comment)
+    if reason:
+        pytest.skip(f"README line {line} is marked not runnable in CI: {reason.group(1)}")
+    words = _python(shlex.split(code))
+    assert words[0] == sys.executable, f"README line {line}: not a python command, and not marked [not in CI: ...]"
+    module = words[2] if words[1] == "-m" else None
+    sweep = request.getfixturevalue("sweep_dir") if module == "pipeline.report" else None
+    words = _python(shlex.split(_placeholders(code, sweep)))
+    outputs = f"outputs_dir={tmp_path / 'outputs'}"
+    if module == "pipeline" and ("-m" in words[3:] or "--multirun" in words[3:]):
+        expected = JOBS.search(comment)
+        assert expected, f"README line {line}: a sweep states its job count ('# N jobs')"
+        assert count_jobs(words[3:]) == int(expected.group(1)), f"README line {line}"
+        if not COSTLY.search(code) and "hydra/launcher" not in code:
+            request.getfixturevalue("sweep_dir")  # the same sweep, run small
+        return
+    if module == "pipeline" and "--help" not in words and "--cfg" not in words:
+        words = words + ([outputs, "--cfg", "job"] if COSTLY.search(code) else [*SMALL_GAME, outputs])
+    result = _run(words, cwd=tmp_path)
+    assert result.returncode == 0, f"README line {line}: {code}\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
+    assert "Traceback" not in result.stderr
