@@ -40,3 +40,6 @@ if not OmegaConf.has_resolver("default_data_dir"):
     OmegaConf.register_new_resolver("default_data_dir", _default_data_dir)
 
 CONF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf")
+
+# Registers hydra/launcher=advbounds_slurm (what conf/hydra/launcher/slurm*.yaml build on) before Hydra composes.
+from pipeline import slurm_launcher as _slurm_launcher  # noqa: E402,F401

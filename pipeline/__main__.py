@@ -236,6 +236,9 @@ def main() -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         folder = _CURRENT_JOB.get("dir")
         where = f"; {folder} holds its log but no metrics.json" if folder else ""
+        cancelled = getattr(exc, "cancelled_slurm_jobs", None)  # pipeline.slurm_launcher scancel'ed the sweep's jobs
+        if cancelled:
+            where += f"; its SLURM job{'s' * (len(cancelled) > 1)} {', '.join(cancelled)} cancelled"
         what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
         print(f"{what}{where}; finished stages are cached, so the same command resumes.", file=sys.stderr)
         sys.exit(TERMINATED if isinstance(exc, Terminated) else INTERRUPTED)

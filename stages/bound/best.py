@@ -2,10 +2,13 @@
 
 ``best_bound(profile, p)`` (one target) compares success-probability bounds; with a ``confidence``
 it compares count bounds (the smallest c with Pr[#attacked >= c + 1] <= 1 - confidence, as in
-``theorems.count_bound``: at most c attacked with that confidence) over the n
-targets of ``p``, where only ours and the one-run comparators (MMC, Steinke) give counts. A
-comparator enters only where its paper's preconditions hold (see ``stages.bound.prior_work``);
-the others are listed in ``not_applicable`` with the reason, never as numbers.
+``theorems.count_bound``: at most c attacked with that confidence) over the n targets of ``p``: ours,
+MMC's one-run tail, and for the per-target comparators (KGK, ReRo, Narcissus, Cherubin, Stock) Markov's
+inequality on E[#attacked] <= sum_i s(p_i). A comparator enters only where its paper's preconditions
+hold; the others are listed in ``not_applicable`` with the reason, never as numbers. ``COMPARATORS`` is
+the one registry of comparators (``applies`` and ``value``), used here and by the ``comparator`` bound
+box; what a profile is (eps-DP, mu-GDP, its Renyi curve) comes from the profile itself
+(``PrivacyProfile.pure_epsilon``, ``gdp_mu``, ``renyi``).
 
 ``game`` says what the secret is. In a "reconstruction" game (the default; attribute inference too)
 changing target i's secret replaces its record, so every bound uses the replace-one profile
@@ -20,10 +23,10 @@ distance window). Ours is then the split theorem with its set-valued weights (``
 games score one exact guess among candidates (MMC, Steinke, Cherubin) are listed as not applicable.
 What stays from prior work is valid for any success event E of prior probability p, because its proof
 only compares Pr[E] on neighbouring datasets: KGK 1 - f(p) (the trade-off curve applied to the test
-"E happened"), Narcissus e^eps p + delta, ReRo and Stock (Renyi DP applied to the same event). For
-counts over n targets KGK gives E[#attacked] <= sum_i (1 - f(p_i)) (each target's success probability
-is bounded with the others' records fixed, and expectation is linear), turned into a count with
-Markov's inequality: the smallest c with sum_i (1 - f(p_i)) / (c + 1) <= 1 - confidence.
+"E happened"), Narcissus e^eps p + delta, ReRo and Stock (Renyi DP applied to the same event). Their
+counts over n targets use E[#attacked] <= sum_i s(p_i) (each target's success probability is bounded
+with the others' records fixed, and expectation is linear) and Markov's inequality: the smallest c with
+sum_i s(p_i) / (c + 1) <= 1 - confidence.
 
 Steinke, Nasr & Jagielski's one-run count (Thm 5.2) is never reported as a count: exact (eps, delta)-DP
 mechanisms beat it (``STEINKE_COUNT_REASON``); at one target (m = r = v = 1) it is q + 2 delta (1 - q),
@@ -40,12 +43,11 @@ from scipy import optimize, special
 
 from . import _validate, prior_work, theorems
 
-__all__ = ["BestBound", "best_bound", "SOURCES", "kgk_markov_count", "STEINKE_COUNT_REASON"]
+__all__ = ["BestBound", "best_bound", "SOURCES", "COMPARATORS", "Comparator", "Setting", "kgk_markov_count",
+           "markov_count", "uniform_k", "STEINKE_COUNT_REASON", "RDP_ORDERS"]
 
 #: Every name best_bound can report, ours first (ties go to the earlier name).
 SOURCES = ("ours", "kgk", "mmc", "steinke", "rero", "narcissus", "cherubin", "stock")
-#: Renyi orders on which an RDP accountant is evaluated.
-_RDP_ORDERS = np.concatenate([[1.125, 1.25, 1.5, 1.75], np.arange(2.0, 64.5, 0.5), [80.0, 128.0, 256.0]])
 
 
 @dataclass(frozen=True)
@@ -78,60 +80,12 @@ class BestBound:
         }
 
 
-# ---------------------------------------------------------------- what a profile is, in each paper's terms
+# ---------------------------------------------------------------- helpers
 
 
-def _kind(profile) -> tuple[str, dict]:
-    params = dict(profile.params())
-    return str(params.get("profile", type(profile).__name__)), params
-
-
-def _gdp_mu(profile) -> float | None:
-    """mu if the profile is exactly mu-GDP (Gaussian, composed Gaussian, full-batch DP-SGD)."""
-    kind, _ = _kind(profile)
-    if kind in ("GaussianDP", "ComposedGaussian"):
-        return float(profile.mu)
-    if kind == "DPSGD":
-        mu = getattr(profile, "full_batch_mu", None)
-        return None if mu is None else float(mu)
-    return None
-
-
-def _pure_eps(profile) -> float | None:
-    kind, params = _kind(profile)
-    if kind == "PureDP" or (kind == "ApproxDP" and float(params.get("delta", 0.0)) == 0.0):
-        return float(params["eps"])
-    return None
-
-
-def _renyi(profile) -> tuple[dict | None, str]:
-    """(description for rero_bound / stock_bound, reason if None)."""
-    eps = _pure_eps(profile)
-    if eps is not None:
-        return {"eps": eps}, ""
-    mu = _gdp_mu(profile)
-    if mu is not None:
-        return {"rho": mu * mu / 2.0}, ""  # mu-GDP is (alpha, alpha mu^2 / 2)-RDP: (mu^2 / 2)-zCDP
-    kind, params = _kind(profile)
-    if kind == "DPSGD" and params.get("neighboring") == "add_remove":
-        import dp_accounting
-        from dp_accounting import rdp as rdp_lib
-
-        accountant = rdp_lib.RdpAccountant(orders=list(_RDP_ORDERS))
-        event = dp_accounting.PoissonSampledDpEvent(profile.sample_rate, dp_accounting.GaussianDpEvent(profile.noise_multiplier))
-        absl_log = logging.getLogger("absl")
-        level = absl_log.level
-        absl_log.setLevel(logging.ERROR)  # orders whose series does not converge come back as inf: harmless
-        try:
-            accountant.compose(dp_accounting.SelfComposedDpEvent(event, profile.steps))
-        finally:
-            absl_log.setLevel(level)
-        rdp = np.asarray(accountant._rdp, dtype=float)
-        rdp = np.where(np.isfinite(rdp) & (rdp >= 0), rdp, np.inf)
-        return {"rdp": (_RDP_ORDERS, rdp)}, ""
-    if kind == "DPSGD":
-        return None, "no Renyi-DP accountant for replace-one Poisson-subsampled DP-SGD (dp_accounting supports add/remove only)"
-    return None, f"needs a Renyi-DP or zCDP guarantee, which a {kind} profile does not give"
+#: Renyi orders on which an RDP guarantee is evaluated (dense near 1, where small priors are decided).
+RDP_ORDERS = np.unique(np.concatenate([1.0 + 2.0 ** (np.arange(-80, 1) / 8.0),
+                                       np.arange(2.0, 64.5, 0.5), [80.0, 128.0, 256.0]]))
 
 
 def _epsilon_grid(profile, top: float) -> np.ndarray:
@@ -160,39 +114,18 @@ def _min_over_epsilon(profile, bound_at, top: float) -> float:
     return best
 
 
-# ---------------------------------------------------------------- one target: success probabilities
+def uniform_k(p, allowed=None) -> int | None:
+    """k if every nonzero p_i is 1/k for one integer k >= 2 (and k in ``allowed``), else None (zeros abstain)."""
+    try:
+        k = prior_work.uniform_candidates(p, allowed=allowed)
+    except ValueError:
+        return None
+    return k if np.any(np.asarray(p) > 0) else None
 
 
-def _is_reciprocal(p: float, allowed=None) -> bool:
-    if not 0.0 < p <= 0.5:
-        return False
-    k = round(1.0 / p)
-    return abs(p * k - 1.0) <= 1e-9 and (allowed is None or k in allowed)
-
-
-_MMC_MEMBERSHIP = (
-    "in a membership game only MMC's k = 2 game applies (p = 1/2); its k > 2 game draws each canary from k "
-    "candidates, a reconstruction game: pass game='reconstruction'"
-)
-
-
-#: Why Steinke et al.'s one-run count is not reported (THEORY.md, section "What the paper's theorem gets wrong").
-STEINKE_COUNT_REASON = (
-    "Steinke, Nasr & Jagielski's one-run count (Thm 5.2, alpha 2 n delta) is beaten by exact (eps, delta)-DP "
-    "mechanisms (n = 3 uniform bits, (0, 0.1)-DP: Pr[>= 1 correct] = 77/80 > 0.95): not a valid bound; see "
-    "stages/bound/THEORY.md"
-)
-
-#: Why a comparator scoring one exact guess among candidates does not apply to set-valued success.
-_EXACT_GUESS_ONLY = "its game scores one exact guess among candidates; success here is a set of values (set_valued=True)"
-
-
-def _set_valued_skips(kind: str) -> dict:
-    """What set-valued success rules out (module docstring): MMC, Steinke, Cherubin."""
-    skipped = {name: _EXACT_GUESS_ONLY for name in ("mmc", "steinke")}
-    if kind == "probability":
-        skipped["cherubin"] = _EXACT_GUESS_ONLY
-    return skipped
+def markov_count(total: float, n: int, confidence: float) -> int:
+    """Smallest c in 0..n with total / (c + 1) <= 1 - confidence: Markov on E[#attacked] <= total."""
+    return int(np.clip(math.ceil(total / (1.0 - confidence)) - 1, 0, n))
 
 
 def kgk_markov_count(profile, p, confidence: float) -> int:
@@ -200,102 +133,195 @@ def kgk_markov_count(profile, p, confidence: float) -> int:
     sum_i (1 - f(p_i)) / (c + 1) <= 1 - confidence (E[#attacked] <= sum_i (1 - f(p_i)), then Markov)."""
     q = np.atleast_1d(_validate.probability("p", p)).astype(float).reshape(-1)
     conf = float(_validate.confidence("confidence", confidence))
-    total = float(np.sum(prior_work.kgk_bound(profile, q)))
-    return int(np.clip(math.ceil(total / (1.0 - conf)) - 1, 0, q.size))
+    return markov_count(float(np.sum(prior_work.kgk_bound(profile, q))), q.size, conf)
 
 
-def _probability_bounds(profile, p: float, game: str, set_valued: bool = False, collision=None) -> tuple[dict, dict]:
-    values: dict = {}
-    skipped: dict = _set_valued_skips("probability") if set_valued else {}
-    values["ours"] = float(theorems.success_bound(profile, p, game=game, set_valued=set_valued, collision=collision))
-    values["kgk"] = float(prior_work.kgk_bound(profile, p))
+# ---------------------------------------------------------------- the comparators, one registry
 
-    if "mmc" in skipped:
-        pass
-    elif _is_reciprocal(p) and (game == "reconstruction" or _is_reciprocal(p, allowed=(2,))):
-        values["mmc"] = float(prior_work.mmc_bound(profile, p))
-    elif _is_reciprocal(p):
-        skipped["mmc"] = _MMC_MEMBERSHIP + f", got p = {p!r}"
+
+@dataclass(frozen=True)
+class Setting:
+    """What a comparator needs to know to say whether it applies: the game, the success notion, one target or n."""
+
+    game: str = "reconstruction"
+    set_valued: bool = False
+    kind: str = "probability"  # or "count"
+
+
+_MMC_MEMBERSHIP = (
+    "in a membership game only MMC's k = 2 game applies (p = 1/2); its k > 2 game draws each canary from k "
+    "candidates, a reconstruction game: pass game='reconstruction'"
+)
+#: Why a comparator scoring one exact guess among candidates does not apply to set-valued success.
+_EXACT_GUESS_ONLY = "its game scores one exact guess among candidates; success here is a set of values (set_valued=True)"
+#: Why Steinke et al.'s one-run count is not reported (THEORY.md, section 5).
+STEINKE_COUNT_REASON = (
+    "Steinke, Nasr & Jagielski's one-run count (Thm 5.2, alpha 2 n delta) is beaten by exact (eps, delta)-DP "
+    "mechanisms (n = 3 uniform bits, (0, 0.1)-DP: Pr[>= 1 correct] = 77/80 > 0.95): not a valid bound; see "
+    "stages/bound/THEORY.md"
+)
+
+
+class Comparator:
+    """A prior-work bound: ``applies`` says why not (a sentence) or None; ``value`` is its number.
+
+    Per-target comparators bound one target's success probability s(p); over n targets their count is
+    Markov's inequality on E[#attacked] <= sum_i s(p_i) (their papers say nothing about how successes on
+    different targets combine). One-run comparators (MMC) have a tail bound of their own.
+    """
+
+    name = ""
+    one_exact_guess = False  # its game scores one exact guess among candidates
+
+    def applies(self, profile, p: np.ndarray, setting: Setting) -> str | None:
+        if setting.set_valued and self.one_exact_guess:
+            return _EXACT_GUESS_ONLY
+        return self._applies(profile, p, setting)
+
+    def _applies(self, profile, p: np.ndarray, setting: Setting) -> str | None:
+        return None
+
+    def per_target(self, profile, p: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def value(self, profile, p: np.ndarray, setting: Setting, confidence: float | None = None):
+        """Success probability bound (setting.kind == "probability", p of size 1) or count at ``confidence``."""
+        if setting.kind == "probability":
+            return float(np.asarray(self.per_target(profile, p[:1]))[0])
+        s = self.per_target(profile, p)  # a target with s = 0 (e.g. an abstention under eps-DP) is never attacked
+        return markov_count(float(np.sum(s)), int(np.count_nonzero(s)), float(confidence))
+
+
+class _KGK(Comparator):
+    name = "kgk"
+
+    def per_target(self, profile, p):
+        return np.asarray(prior_work.kgk_bound(profile, p), dtype=float)
+
+
+class _Narcissus(Comparator):
+    name = "narcissus"
+
+    def per_target(self, profile, p):
+        values, inverse = np.unique(np.atleast_1d(p), return_inverse=True)
+        out = []
+        for q in values:
+            top = max(0.0, math.log(1.0 / q)) + 1.0 if q > 0 else 60.0  # beyond log(1/p), e^eps p > 1
+            out.append(_min_over_epsilon(profile, lambda e, d: np.minimum(1.0, np.exp(np.minimum(e, 700.0)) * q + d),
+                                         top=top))
+        return np.asarray(out)[inverse.ravel()]
+
+
+class _Renyi(Comparator):
+    """ReRo and Stock: from the profile's Renyi-DP curve (``PrivacyProfile.renyi``)."""
+
+    def _applies(self, profile, p, setting):
+        return None if profile.renyi(RDP_ORDERS[:1]) is not None else profile.renyi_missing()
+
+    def per_target(self, profile, p):
+        function = prior_work.rero_bound if self.name == "rero" else prior_work.stock_bound
+        out = np.atleast_1d(np.asarray(function(p, rdp=(RDP_ORDERS, profile.renyi(RDP_ORDERS))), dtype=float))
+        eps = profile.pure_epsilon()
+        if self.name == "rero" and eps is not None:  # ReRo's eps-DP corollary, e^eps p (the limit of high orders)
+            out = np.minimum(out, np.atleast_1d(prior_work.rero_bound(p, eps=eps)))
+        return out
+
+
+class _ReRo(_Renyi):
+    name = "rero"
+
+
+class _Stock(_Renyi):
+    name = "stock"
+
+
+class _Cherubin(Comparator):
+    name = "cherubin"
+    one_exact_guess = True
+
+    def _applies(self, profile, p, setting):
+        from .profiles import DPSGD
+
+        if not isinstance(profile, DPSGD):
+            return f"a closed form for DP-SGD only, got a {profile.name} profile"
+        if uniform_k(p) is None:
+            return f"applies only to uniform priors p = 1/k, got p = {float(np.max(p))!r}"
+        if profile.sample_rate != 1.0:
+            return ("exact only for full-batch DP-SGD (sample_rate = 1): for q < 1 the published closed form "
+                    "drops an O(sqrt(qT)/sigma) term and is not a certified bound")
+        if profile.neighboring != "replace_one":
+            return "the closed form assumes replace-one neighbours (candidates' gradients differ by up to 2C)"
+        return None
+
+    def per_target(self, profile, p):
+        return np.atleast_1d(np.asarray(prior_work.cherubin_bound(profile.noise_multiplier, profile.sample_rate,
+                                                                   profile.steps, p), dtype=float))
+
+
+class _MMC(Comparator):
+    name = "mmc"
+    one_exact_guess = True
+
+    def _applies(self, profile, p, setting):
+        k = uniform_k(p)
+        if k is None:
+            if setting.kind == "probability":
+                return f"applies only to uniform priors p = 1/k (k >= 2 candidates), got p = {float(p[0])!r}"
+            return "applies only to uniform priors: every p_i must be 1/k for one k >= 2 (or 0, an abstention)"
+        if setting.game == "membership" and k != 2:
+            return _MMC_MEMBERSHIP + (f", got p = {float(p[0])!r}" if setting.kind == "probability" else "")
+        return None
+
+    def per_target(self, profile, p):
+        return np.array([prior_work.mmc_bound(profile, float(q)) for q in np.atleast_1d(p)])
+
+    def value(self, profile, p, setting, confidence=None):
+        if setting.kind == "probability":
+            return float(prior_work.mmc_bound(profile, float(p[0])))
+        return int(prior_work.mmc_bound(profile, p, confidence=confidence))
+
+    def tail(self, profile, p, v: int) -> float:
+        return prior_work.mmc_tail_bound(profile, p, v)
+
+
+class _Steinke(Comparator):
+    name = "steinke"
+    one_exact_guess = True
+
+    def _applies(self, profile, p, setting):
+        if setting.kind == "count" and p.size > 1:
+            return STEINKE_COUNT_REASON
+        if uniform_k(p, allowed=(2,)) is None:
+            return f"applies only to membership inference, p = 1/2, got p = {float(p[0])!r}"
+        return None
+
+    def per_target(self, profile, p):
+        # Theorem 5.2 at m = r = v = 1: q + 2 delta (1 - q), q = e^eps / (1 + e^eps), minimised over eps
+        value = _min_over_epsilon(profile, lambda e, d: np.minimum(1.0, special.expit(e) + 2.0 * d * special.expit(-e)),
+                                  top=60.0)
+        return np.full(np.atleast_1d(p).shape, value)
+
+
+#: Every prior-work comparator, by name (the order of SOURCES after "ours").
+COMPARATORS: dict[str, Comparator] = {c.name: c for c in (_KGK(), _MMC(), _Steinke(), _ReRo(), _Narcissus(),
+                                                           _Cherubin(), _Stock())}
+
+
+def _bounds(profile, p: np.ndarray, setting: Setting, confidence: float | None, collision) -> tuple[dict, dict]:
+    """{name: value} of ours and every comparator that applies, and {name: why not} of the others."""
+    if setting.kind == "probability":
+        values: dict = {"ours": float(theorems.success_bound(profile, float(p[0]), game=setting.game,
+                                                             set_valued=setting.set_valued, collision=collision))}
     else:
-        skipped["mmc"] = f"applies only to uniform priors p = 1/k (k >= 2 candidates), got p = {p!r}"
-
-    if "steinke" in skipped:
-        pass
-    elif _is_reciprocal(p, allowed=(2,)):
-        # Theorem 5.2 at m = r = v = 1: q + 2 delta (1 - q), q = e^eps / (1 + e^eps)
-        values["steinke"] = _min_over_epsilon(
-            profile, lambda e, d: np.minimum(1.0, special.expit(e) + 2.0 * d * special.expit(-e)), top=60.0
-        )
-    else:
-        skipped["steinke"] = f"applies only to membership inference, p = 1/2, got p = {p!r}"
-
-    renyi, why = _renyi(profile)
-    if renyi is None:
-        skipped["rero"] = why
-        skipped["stock"] = why
-    else:
-        values["rero"] = float(prior_work.rero_bound(p, **renyi))
-        if "eps" in renyi:  # eps-DP is (alpha, eps)-RDP for every alpha
-            orders = _RDP_ORDERS
-            values["stock"] = float(prior_work.stock_bound(p, rdp=(orders, np.full(orders.shape, renyi["eps"]))))
+        values = {"ours": int(np.asarray(theorems.count_bound(profile, p, confidence, game=setting.game,
+                                                              set_valued=setting.set_valued, collision=collision)))}
+    skipped: dict = {}
+    for name, comparator in COMPARATORS.items():
+        why = comparator.applies(profile, p, setting)
+        if why is None:
+            values[name] = comparator.value(profile, p, setting, confidence)
         else:
-            values["stock"] = float(prior_work.stock_bound(p, **renyi))
-
-    top = max(0.0, math.log(1.0 / p)) + 1.0 if p > 0 else 60.0  # beyond log(1/p), e^eps p > 1
-    values["narcissus"] = _min_over_epsilon(
-        profile, lambda e, d: np.minimum(1.0, np.exp(np.minimum(e, 700.0)) * p + d), top=top
-    )
-
-    kind, params = _kind(profile)
-    if "cherubin" in skipped:
-        pass
-    elif kind == "DPSGD" and params.get("sample_rate") == 1.0 and params.get("neighboring") == "replace_one" and _is_reciprocal(p):
-        values["cherubin"] = float(
-            prior_work.cherubin_bound(profile.noise_multiplier, profile.sample_rate, profile.steps, p)
-        )
-    elif kind != "DPSGD":
-        skipped["cherubin"] = f"a closed form for DP-SGD only, got a {kind} profile"
-    elif not _is_reciprocal(p):
-        skipped["cherubin"] = f"applies only to uniform priors p = 1/k, got p = {p!r}"
-    elif params.get("sample_rate") != 1.0:
-        skipped["cherubin"] = (
-            "exact only for full-batch DP-SGD (sample_rate = 1): for q < 1 the published closed form "
-            "drops an O(sqrt(qT)/sigma) term and is not a certified bound"
-        )
-    else:
-        skipped["cherubin"] = "the closed form assumes replace-one neighbours (candidates' gradients differ by up to 2C)"
-    return values, skipped
-
-
-# ---------------------------------------------------------------- n targets: count bounds
-
-
-def _count_bounds(profile, p: np.ndarray, confidence: float, game: str, set_valued: bool = False,
-                  collision=None) -> tuple[dict, dict]:
-    skipped: dict = {name: "bounds one target's success probability, not a count over n targets"
-                     for name in ("kgk", "rero", "narcissus", "cherubin", "stock")}
-    values: dict = {"ours": int(np.asarray(theorems.count_bound(profile, p, confidence, game=game, set_valued=set_valued,
-                                                                collision=collision)))}
-    if set_valued:
-        skipped.update(_set_valued_skips("count"))
-        # the any-metric fallback: KGK per target, summed, with Markov (module docstring)
-        del skipped["kgk"]
-        values["kgk"] = kgk_markov_count(profile, p, confidence)
-        return values, skipped
-    guessed = p[p > 0]
-    try:
-        prior_work.uniform_candidates(p, bound="mmc")
-        uniform = guessed.size > 0
-    except ValueError:
-        uniform = False
-    binary = uniform and _is_reciprocal(float(guessed[0]), allowed=(2,))
-    if uniform and (game == "reconstruction" or binary):
-        values["mmc"] = int(prior_work.mmc_bound(profile, p, confidence=confidence))
-    elif uniform:
-        skipped["mmc"] = _MMC_MEMBERSHIP
-    else:
-        skipped["mmc"] = "applies only to uniform priors: every p_i must be 1/k for one k >= 2 (or 0, an abstention)"
-    skipped["steinke"] = STEINKE_COUNT_REASON
+            skipped[name] = why
     return values, skipped
 
 
@@ -354,15 +380,15 @@ def best_bound(
                 f"best_bound over n = {arr.size} targets needs a confidence (e.g. confidence=0.95) for a count "
                 "bound; without one it bounds one target's success probability."
             )
-        values, skipped = _probability_bounds(profile, float(arr[0]), game, set_valued,
-                                              None if collision is None else float(np.ravel(collision)[0]))
         kind = "probability"
+        values, skipped = _bounds(profile, arr, Setting(game, set_valued, kind), None,
+                                  None if collision is None else float(np.ravel(collision)[0]))
     else:
         c = _validate.confidence("confidence", confidence)
         if c.ndim != 0:
             raise ValueError(f"confidence must be a single number in (0, 1), got {confidence!r}.")
-        values, skipped = _count_bounds(profile, arr, float(c), game, set_valued, collision)
         kind = "count"
+        values, skipped = _bounds(profile, arr, Setting(game, set_valued, kind), float(c), collision)
 
     source = min((name for name in SOURCES if name in values), key=lambda name: (values[name], SOURCES.index(name)))
     ordered = {name: values[name] for name in SOURCES if name in values}

@@ -142,31 +142,22 @@ def kgk_bound(profile, p):
 # --------------------------------------------------------------------------------------------
 
 
-def _profile_kind(profile) -> tuple[str, dict]:
-    try:
-        params = dict(profile.params())
-    except Exception:  # a profile without params(): fall back to the generic path
-        params = {}
-    return str(params.get("profile", type(profile).__name__)), params
-
-
 def _inverse_blow_up(profile, *, refine: bool = False):
     """Return g^{-1} where g(x) = 1 - f(x) is the blow-up of the trade-off curve f.
 
     g^{-1}(y) = inf{x : 1 - f(x) >= y}: if an event has probability y under one neighbour, it has
-    probability at least g^{-1}(y) under the other. Closed forms for GDP and (eps, delta)-DP; any
-    other profile goes through its delta(eps) curve (``_inverse_blow_up_from_delta``).
+    probability at least g^{-1}(y) under the other. Closed forms for GDP and (eps, delta)-DP (what the
+    profile is comes from the profile: ``gdp_mu``, ``eps_delta_pairs``); any other profile goes through
+    its delta(eps) curve (``_inverse_blow_up_from_delta``).
     """
-    kind, params = _profile_kind(profile)
-    mu = getattr(profile, "mu", None)
-    if kind == "DPSGD":
-        mu = getattr(profile, "full_batch_mu", None)  # full-batch DP-SGD is exactly mu-GDP
-    if kind in ("GaussianDP", "ComposedGaussian", "DPSGD") and mu is not None:
+    from .profiles import ApproxDP
+
+    mu = profile.gdp_mu() if hasattr(profile, "gdp_mu") else None
+    if mu is not None:
         mu = float(mu)
         return lambda y: float(special.ndtr(special.ndtri(y) - mu)) if 0.0 < y < 1.0 else float(y >= 1.0)
-    if kind in ("PureDP", "ApproxDP"):
-        eps = float(params.get("eps", params.get("epsilon")))
-        delta = float(params.get("delta", 0.0)) if kind == "ApproxDP" else 0.0
+    if isinstance(profile, ApproxDP):
+        eps, delta = float(profile.eps), float(profile.delta_)
         e_eps = math.exp(eps) if eps < 700 else math.inf
         return lambda y: max(0.0, (y - delta) / e_eps, 1.0 - delta - e_eps * (1.0 - y)) if y < 1.0 else 1.0
     return _inverse_blow_up_from_delta(profile, refine=refine and _cheap_delta(profile))
@@ -174,8 +165,9 @@ def _inverse_blow_up(profile, *, refine: bool = False):
 
 def _cheap_delta(profile) -> bool:
     """Whether a scalar delta(eps) call is cheap (closed form) rather than a PLD evaluation."""
-    kind, _ = _profile_kind(profile)
-    return kind != "DPSGD" or getattr(profile, "full_batch_mu", None) is not None
+    from .profiles import DPSGD
+
+    return not isinstance(profile, DPSGD) or profile.gdp_mu() is not None
 
 
 def _inverse_blow_up_from_delta(profile, *, refine: bool):

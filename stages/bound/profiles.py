@@ -28,6 +28,10 @@ from scipy import optimize, special, stats
 from . import _validate
 
 
+#: The eps grid on which eps_delta_pairs samples a profile's curve.
+_EPS_GRID = np.concatenate([[0.0], np.geomspace(1e-3, 60.0, 241)])
+
+
 class PrivacyProfile(ABC):
     """A mechanism's privacy profile. Subclasses implement ``_delta`` on a float array and ``params``."""
 
@@ -78,6 +82,31 @@ class PrivacyProfile(ABC):
     def delta_upper(self, eps: float) -> float:
         """A fast valid upper bound on delta(eps) for the theorems' searches (exact unless overridden)."""
         return float(self.delta(eps))
+
+    # ---- what the guarantee is, in each paper's terms (one place, used by best_bound and the boxes)
+    def pure_epsilon(self) -> float | None:
+        """eps if the profile is eps-DP (delta = 0 at some finite eps), else None."""
+        return None
+
+    def gdp_mu(self) -> float | None:
+        """mu if the profile is exactly mu-GDP (Gaussian, composed Gaussian, full-batch DP-SGD), else None."""
+        return None
+
+    def renyi(self, orders) -> np.ndarray | None:
+        """A valid Renyi-DP curve eps_alpha at each order alpha > 1 (replace-one, like the profile), or None
+        when no Renyi guarantee of this mechanism is known (``renyi_missing`` says why)."""
+        return None
+
+    def renyi_missing(self) -> str:
+        """Why ``renyi`` is None, for the comparators that need it."""
+        return f"needs a Renyi-DP or zCDP guarantee, which a {self.name} profile does not give"
+
+    def eps_delta_pairs(self, grid=None) -> list[tuple[float, float]]:
+        """(eps, delta) pairs the mechanism satisfies: its own point for (eps, delta)-DP, else a grid of its curve
+        (each pair is valid; comparators that need one (eps, delta) take the best over them)."""
+        grid = _EPS_GRID if grid is None else np.asarray(grid, dtype=float)
+        deltas = np.asarray(self.delta(grid), dtype=float)
+        return [(float(e), float(d)) for e, d in zip(grid, deltas) if d < 1.0]
 
     def epsilon(self, delta: float) -> float:
         """The smallest eps >= 0 with delta(eps) <= delta (inf if there is none)."""
@@ -161,6 +190,27 @@ class ApproxDP(PrivacyProfile):
         out = np.maximum.reduce([np.zeros_like(a, dtype=float), 1 - d - math.exp(e) * a, math.exp(-e) * (1 - d - a)])
         return float(out) if np.ndim(out) == 0 else out
 
+    def pure_epsilon(self) -> float | None:
+        return float(self.eps) if self.delta_ == 0.0 else None
+
+    def renyi(self, orders) -> np.ndarray | None:
+        """eps-DP: the Renyi divergence of binary randomized response at eps, the largest any eps-DP pair has
+        (Bun & Steinke 2016): eps_alpha = log((e^(alpha eps) + e^((1 - alpha) eps)) / (1 + e^eps)) / (alpha - 1),
+        below both eps and alpha eps^2 / 2 (equal to dp_accounting's RandomizedResponseDpEvent, a test checks)."""
+        if self.delta_ != 0.0:
+            return None
+        a = np.asarray(orders, dtype=float)
+        e = self.eps
+        log_sum = np.logaddexp(a * e, (1.0 - a) * e) - np.logaddexp(0.0, e)
+        return np.minimum(log_sum / (a - 1.0), e)
+
+    def renyi_missing(self) -> str:
+        return (f"needs a Renyi-DP or zCDP guarantee, which (eps, delta)-DP with delta = {self.delta_!r} > 0 does not give"
+                if self.delta_ else super().renyi_missing())
+
+    def eps_delta_pairs(self, grid=None) -> list[tuple[float, float]]:
+        return [(float(self.eps), float(self.delta_))]
+
     def one_minus_tradeoff(self, alpha):
         """1 - f_{eps, delta}(alpha) = min(1, delta + e^eps alpha, 1 - e^-eps (1 - delta - alpha)), without cancellation."""
         a = _validate.probability("alpha", alpha)
@@ -209,6 +259,13 @@ class GaussianDP(PrivacyProfile):
 
     def _delta(self, eps):
         return gdp_delta(eps, self.mu)
+
+    def gdp_mu(self) -> float | None:
+        return float(self.mu)
+
+    def renyi(self, orders) -> np.ndarray | None:
+        """mu-GDP (a Gaussian mechanism) is (alpha, alpha mu^2 / 2)-RDP: (mu^2 / 2)-zCDP."""
+        return np.asarray(orders, dtype=float) * self.mu**2 / 2.0
 
     def epsilon(self, delta: float) -> float:
         return super().epsilon(delta)
@@ -321,6 +378,37 @@ class DPSGD(PrivacyProfile):
             return None
         c = 2.0 if self.neighboring == "replace_one" else 1.0
         return c * math.sqrt(self.steps) / self.noise_multiplier
+
+    def gdp_mu(self) -> float | None:
+        return self.full_batch_mu
+
+    def renyi(self, orders) -> np.ndarray | None:
+        """Full batch: (alpha, alpha mu^2 / 2)-RDP. Add/remove with q < 1: dp_accounting's RDP accountant
+        (orders whose series does not converge come back as inf). Replace-one with q < 1: None."""
+        a = np.asarray(orders, dtype=float)
+        if self.full_batch_mu is not None:
+            return a * self.full_batch_mu**2 / 2.0
+        if self.neighboring != "add_remove":
+            return None
+        import logging
+
+        import dp_accounting
+        from dp_accounting import rdp as rdp_lib
+
+        accountant = rdp_lib.RdpAccountant(orders=list(a))
+        event = dp_accounting.PoissonSampledDpEvent(self.sample_rate, dp_accounting.GaussianDpEvent(self.noise_multiplier))
+        absl_log = logging.getLogger("absl")
+        level = absl_log.level
+        absl_log.setLevel(logging.ERROR)  # orders whose series does not converge come back as inf: harmless
+        try:
+            accountant.compose(dp_accounting.SelfComposedDpEvent(event, self.steps))
+        finally:
+            absl_log.setLevel(level)
+        out = np.asarray(accountant._rdp, dtype=float)
+        return np.where(np.isfinite(out) & (out >= 0), out, np.inf)
+
+    def renyi_missing(self) -> str:
+        return "no Renyi-DP accountant for replace-one Poisson-subsampled DP-SGD (dp_accounting supports add/remove only)"
 
     @cached_property
     def _pld(self):

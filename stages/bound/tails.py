@@ -36,6 +36,14 @@ _LEAF = 16
 _DIRECT_WIDTH = 64
 #: Number of copies from which equal betas are treated as one binomial.
 _GROUP_MIN = 8
+#: From this many distinct Bernoullis the tree trades the far tails' relative accuracy for speed:
+#: leaves of 15 (widths 16, 31, 61, ...: full convolutions that fill their power-of-two FFT, where
+#: leaves of 16 give widths 2^k + 1 and FFTs twice as long) and the FFT from width _DIRECT_WIDTH_WIDE
+#: up. The FFT's round-off is bounded and carried like trimmed mass, so tails stay valid upper bounds;
+#: they just cannot resolve values below ~1e-8 at n = 1e6 (trimming alone already costs ~5e-9 there).
+_WIDE_FROM = 1 << 15
+_LEAF_WIDE = 15
+_DIRECT_WIDTH_WIDE = 16
 
 
 @dataclass(frozen=True)
@@ -96,7 +104,7 @@ def _trim_rows(p: np.ndarray, offsets: np.ndarray):
     return kept, offsets + start, float(np.sum(below) + np.sum(above))
 
 
-def _convolve_rows(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
+def _convolve_rows(a: np.ndarray, b: np.ndarray, direct_width: int = _DIRECT_WIDTH) -> tuple[np.ndarray, float]:
     """Row-wise full convolutions of a and b (same shape (rows, w)), and a bound on their round-off.
 
     Narrow rows are convolved directly: sums of products of non-negative numbers, exact to a few
@@ -108,7 +116,7 @@ def _convolve_rows(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
     doubled for margin). It is added to the tails like trimmed mass, so no tail is ever understated.
     """
     rows, w = a.shape
-    if w <= _DIRECT_WIDTH:
+    if w <= direct_width:
         out = np.zeros((rows, 2 * w - 1))
         for j in range(w):
             out[:, j : j + w] += a[:, j : j + 1] * b
@@ -123,9 +131,9 @@ def _convolve_rows(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
     return out, float(per_norm * np.sum(norms))
 
 
-def _leaf_pmfs(beta: np.ndarray) -> np.ndarray:
-    """Distributions of the sums of consecutive blocks of _LEAF betas (rows), by direct recursion."""
-    leaf = max(1, min(_LEAF, len(beta)))
+def _leaf_pmfs(beta: np.ndarray, leaf_size: int = _LEAF) -> np.ndarray:
+    """Distributions of the sums of consecutive blocks of ``leaf_size`` betas (rows), by direct recursion."""
+    leaf = max(1, min(leaf_size, len(beta)))
     nb = -(-len(beta) // leaf)
     b = np.zeros(nb * leaf)
     b[: len(beta)] = beta
@@ -144,7 +152,9 @@ def _leaf_pmfs(beta: np.ndarray) -> np.ndarray:
 def _convolve_tree(beta: np.ndarray) -> PoissonBinomial:
     """Batched divide-and-conquer FFT convolution of distinct Bernoullis."""
     n = len(beta)
-    p = _leaf_pmfs(beta)
+    wide = n >= _WIDE_FROM
+    direct_width = _DIRECT_WIDTH_WIDE if wide else _DIRECT_WIDTH
+    p = _leaf_pmfs(beta, _LEAF_WIDE if wide else _LEAF)
     offsets = np.zeros(p.shape[0], dtype=np.int64)
     trimmed = 0.0
     while p.shape[0] > 1:
@@ -153,7 +163,7 @@ def _convolve_tree(beta: np.ndarray) -> PoissonBinomial:
             pad[0, 0] = 1.0
             p = np.vstack([p, pad])
             offsets = np.append(offsets, 0)
-        p, error = _convolve_rows(p[0::2], p[1::2])
+        p, error = _convolve_rows(p[0::2], p[1::2], direct_width)
         trimmed += error
         offsets = offsets[0::2] + offsets[1::2]
         if p.shape[1] > _TRIM_WIDTH:

@@ -1,94 +1,107 @@
-"""Benchmark: count_bound at three confidences vs a straightforward implementation, same run.
+"""Benchmark: count_bound at three confidences, this code vs a committed version and vs its own exact path.
 
-    .venv/bin/python tests/benchmarks/bench_count_bound.py [--max-n 1000000] [--baseline-max-n 10000]
+    .venv/bin/python tests/benchmarks/bench_count_bound.py [--max-n 1000000] [--baseline HEAD] [--repeats 3]
 
-For each profile (mu = 1 GDP and a DP-SGD run) and n in {1e2, 1e4, 1e5, 1e6} heterogeneous priors
-p_i ~ Beta(0.5, 5) (all distinct), it times ``count_bound(profile, p, [0.05, 0.5, 0.95])`` and the
-straightforward way to compute the same numbers: the O(n^2) Poisson-binomial recursion, the paper's
-dual alpha by brute force over j, a 100-point eps grid and a linear scan over v. The baseline
-runs up to --baseline-max-n (it is quadratic); beyond that its time is extrapolated as n^2 from
-the largest measured n and marked "(est.)". Prints a markdown table for the README.
+For each profile (mu = 1 GDP and a DP-SGD run) and n in {1e3, 1e4, 1e5, 1e6}, heterogeneous priors
+p_i ~ Beta(0.5, 5) (all distinct; seed n), it times ``count_bound(profile, p, [0.05, 0.5, 0.95])``:
+
+* "new": this checkout (best of --repeats runs). For n > 1e4 this is the fast path (the search runs
+  on a normal approximation of S*, each count is certified by one exact evaluation of the split
+  theorem, theorems._count_fast);
+* "exact": this checkout with the fast path switched off (theorems._FAST_FROM raised), every eps the
+  search tries evaluated exactly: the reference for "lost", the targets the fast path gives away
+  (new count - exact count, per confidence; never negative: every count is certified, and the exact
+  search's count is the smallest it finds);
+* "baseline": ``stages/`` of the --baseline commit (``git archive``), in a fresh interpreter, one run.
+
+The accountant tables of the DP-SGD profile are built outside the timed region in every case.
+Prints a markdown table (times in seconds, speed-up = baseline / new).
 """
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
 
+from stages.bound import theorems  # noqa: E402
 from stages.bound.profiles import DPSGD, GaussianDP  # noqa: E402
-from stages.bound.theorems import beta, count_bound  # noqa: E402
 
 CONFIDENCES = [0.05, 0.5, 0.95]
+PROFILES = {"gdp": ("GaussianDP(mu=1)", lambda: GaussianDP(1.0)),
+            "dpsgd": ("DPSGD(sigma=1, q=0.01, T=1000)", lambda: DPSGD(1.0, 0.01, 1000))}
+
+CHILD = """
+import json, sys, time, numpy as np
+sys.path.insert(0, sys.argv[1])
+from stages.bound.profiles import GaussianDP, DPSGD
+from stages.bound.theorems import count_bound
+n, which = int(sys.argv[2]), sys.argv[3]
+profile = GaussianDP(1.0) if which == "gdp" else DPSGD(1.0, 0.01, 1000)
+profile.delta_upper(1.0)
+p = np.random.default_rng(n).beta(0.5, 5.0, n)
+start = time.perf_counter()
+counts = count_bound(profile, p, [0.05, 0.5, 0.95])
+print(json.dumps({"time": time.perf_counter() - start, "counts": [int(c) for c in np.atleast_1d(counts)]}))
+"""
 
 
-def naive_pmf(b: np.ndarray) -> np.ndarray:
-    p = np.zeros(len(b) + 1)
-    p[0] = 1.0
-    for k, x in enumerate(b):
-        p[1 : k + 2] = p[1 : k + 2] * (1 - x) + p[: k + 1] * x
-        p[0] *= 1 - x
-    return p
-
-
-def naive_count_bound(profile, p: np.ndarray, confidences) -> list[int]:
-    """Grid over eps; for each eps the full tail and the paper's alpha for every v; linear scan."""
-    n = len(p)
-    top = min(profile.epsilon(1e-12 / n), 200.0)
-    best = np.ones(n + 2)
-    for eps in np.linspace(0.0, top, 100):
-        pmf = naive_pmf(beta(eps, p))
-        tail = np.concatenate([np.cumsum(pmf[::-1])[::-1], [0.0]])  # tail[v] = Pr[S >= v]
-        d = float(profile.delta(eps))
-        bound = np.ones(n + 2)
-        for v in range(1, n + 2):
-            j = np.arange(1, n + 1)
-            alpha = max(0.0, float(np.max((tail[np.maximum(v - j, 0)] - tail[v]) / j)))
-            bound[v] = min(1.0, tail[v] + alpha * n * d)
-        best = np.minimum(best, bound)
-    return [int(np.argmax(best <= 1 - c)) - 1 for c in confidences]
+def timed(profile, p, repeats: int):
+    best, counts = float("inf"), None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        counts = [int(c) for c in theorems.count_bound(profile, p, CONFIDENCES)]
+        best = min(best, time.perf_counter() - start)
+    return best, counts
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-n", type=int, default=10**6)
-    ap.add_argument("--baseline-max-n", type=int, default=10**3)
+    ap.add_argument("--baseline", default="HEAD", help="commit whose stages/ is the baseline")
+    ap.add_argument("--repeats", type=int, default=3, help="runs of the new code (the best is reported)")
     args = ap.parse_args()
-    profiles = {
-        "GaussianDP(mu=1)": GaussianDP(1.0),
-        "DPSGD(sigma=1, q=0.01, T=1000)": DPSGD(1.0, 0.01, 1000),
-    }
-    sizes = [n for n in (10**2, 10**3, 10**4, 10**5, 10**6) if n <= args.max_n]
+    commit = subprocess.run(["git", "rev-parse", "--short", args.baseline], cwd=ROOT, capture_output=True,
+                            text=True, check=True).stdout.strip()
+    sizes = [n for n in (10**3, 10**4, 10**5, 10**6) if n <= args.max_n]
     rows = []
-    for name, profile in profiles.items():
-        profile.delta_upper(1.0)  # build accountant tables outside the timed region
-        last_baseline = None
-        for n in sizes:
-            p = np.random.default_rng(n).beta(0.5, 5.0, n)
-            t0 = time.perf_counter()
-            ours = count_bound(profile, p, CONFIDENCES)
-            t_ours = time.perf_counter() - t0
-            if n <= args.baseline_max_n:
-                t0 = time.perf_counter()
-                theirs = naive_count_bound(profile, p, CONFIDENCES)
-                t_base = time.perf_counter() - t0
-                last_baseline = (n, t_base)
-                base_txt = f"{t_base:.2f} s"
-                agree = "yes" if all(a <= b for a, b in zip(ours, theirs)) else "NO"
-            else:
-                n0, t0b = last_baseline
-                t_base = t0b * (n / n0) ** 2
-                base_txt = f"{t_base:.3g} s (est.)"
-                agree = "-"
-            rows.append((name, n, f"{t_ours:.2f} s", base_txt, f"{t_base / t_ours:.3g}x", [int(x) for x in ours], agree))
-            print(rows[-1], flush=True)
+    with tempfile.TemporaryDirectory() as old:
+        archive = subprocess.run(["git", "archive", args.baseline, "stages"], cwd=ROOT, capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", old], input=archive.stdout, check=True)
+        for which, (name, make) in PROFILES.items():
+            profile = make()
+            profile.delta_upper(1.0)  # build accountant tables outside the timed region
+            for n in sizes:
+                p = np.random.default_rng(n).beta(0.5, 5.0, n)
+                t_new, new = timed(profile, p, args.repeats)
+                fast_from = theorems._FAST_FROM
+                theorems._FAST_FROM = 10**18
+                try:
+                    t_exact, exact = timed(profile, p, 1)
+                finally:
+                    theorems._FAST_FROM = fast_from
+                out = subprocess.run([sys.executable, "-c", CHILD, old, str(n), which], capture_output=True, text=True)
+                if out.returncode:
+                    sys.exit(f"baseline failed for {which} n={n}:\n{out.stderr}")
+                base = json.loads(out.stdout.strip().splitlines()[-1])
+                lost = [a - b for a, b in zip(new, exact)]
+                rows.append((name, n, f"{t_new:.3f}", f"{t_exact:.2f}", f"{base['time']:.2f}",
+                             f"{base['time'] / t_new:.1f}x", new, exact, lost, base["counts"]))
+                print(rows[-1], flush=True)
     print()
-    print("| profile | n | count_bound (3 confidences) | straightforward | speed-up | counts (5%, 50%, 95%) | ours <= baseline |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"baseline: stages/ at {args.baseline} ({commit}); new: this checkout; exact: this checkout, fast path off")
+    print()
+    print("| profile | n | new (s) | exact path (s) | baseline (s) | speed-up vs baseline | counts (5%, 50%, 95%) "
+          "| exact counts | targets lost vs exact | baseline counts |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print("| " + " | ".join(str(x) for x in r) + " |")
 

@@ -131,7 +131,7 @@ def test_comparator_box_refuses_steinke_counts():
     from stages.prior.uniform import UniformPrior
 
     prior, guesses = UniformPrior(n_targets=30, domain_size=2), np.zeros((30, 1), int)
-    with pytest.raises(ValueError, match=r"^bound.name must not be steinke for n = 30 targets: .*beaten"):
+    with pytest.raises(ValueError, match=r"^bound.name=steinke does not apply to this game .*n = 30.*beaten"):
         ComparatorBound("steinke").compute(GaussianDP(1.0), prior, Exact(), guesses, [0.5])
     one = UniformPrior(n_targets=1, domain_size=2)
     assert ComparatorBound("steinke").compute(GaussianDP(1.0), one, Exact(), np.zeros((1, 1), int), [0.5]) is not None

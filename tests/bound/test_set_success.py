@@ -182,8 +182,10 @@ def test_comparator_box_says_whether_its_game_covers_set_valued_success():
 
     prior = UniformPrior(n_targets=10, domain_size=10)
     one = ComparatorBound("mmc").theorem(GaussianDP(1.0), prior, Exact(), np.zeros((2, 10, 1), int))
-    assert one == {"theorem": "comparator mmc", "set_valued": False, "reason": "one exact guess per target"}
+    assert one["theorem"] == "comparator mmc" and not one["set_valued"] and "one-run tail" in one["reason"]
     mmc = ComparatorBound("mmc").theorem(GaussianDP(1.0), prior, Within(distance=1), np.zeros((2, 10, 1), int))
-    assert mmc["set_valued"] and "not shown" in mmc["reason"]
+    assert mmc["set_valued"] and "refused" in mmc["reason"]
+    with pytest.raises(ValueError, match=r"^bound.name=mmc does not apply to this game .*one exact guess"):
+        ComparatorBound("mmc").compute(GaussianDP(1.0), prior, Within(distance=1), np.zeros((2, 10, 1), int), [0.5])
     kgk = ComparatorBound("kgk").theorem(GaussianDP(1.0), prior, Exact(), np.zeros((2, 10, 2), int))
     assert kgk["set_valued"] and "any success event" in kgk["reason"]

@@ -1,0 +1,134 @@
+"""count_bound's fast path for large n (issue 13 item 7) and the pieces it is made of.
+
+* _budget_value (the split theorem's min over J, found by a bracketed test on suffix sums) against
+  the brute-force minimum over every J, on exact, trimmed and normal-approximation tails;
+* budget_weights' direct formula against the log-space one;
+* the wide convolution tree (leaves of 15, FFT from width 16, used from tails._WIDE_FROM Bernoullis):
+  its tails are upper bounds on the narrow tree's and within 1e-6 of them;
+* _count_fast (search on the normal approximation, one exact certification per count): never below
+  the exact search's count (every count is certified) and at most one target above it, on random
+  priors at n = 2e4 - 5e4; the counts it returns pass tail_bound.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stages.bound import tails
+from stages.bound import theorems as T
+from stages.bound.profiles import DPSGD, GaussianDP
+
+
+def brute_budget_value(tail: T._Tail, v: int, m: float) -> float:
+    """min over J = 0..v+1 of (sum_{i<=J} T(v - i) + m) / (J + 1), capped at 1, every J evaluated."""
+    if m <= 0:
+        return float(tail(np.array([v]))[0])
+    terms = tail(v - np.arange(v + 2))
+    return float(min(1.0, np.min((np.cumsum(terms) + m) / np.arange(1, v + 3))))
+
+
+def check_budget(tail: T._Tail, vs, ms) -> None:
+    for v in vs:
+        for m in ms:
+            got, want = T._budget_value(tail, int(v), m), brute_budget_value(tail, int(v), m)
+            # every J gives a valid bound, so the value may never be below the minimum (up to rounding)
+            assert got >= want * (1 - 1e-12), (v, m, got, want)
+            assert got <= want * (1 + 1e-9) + 1e-300, (v, m, got, want)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_budget_value_matches_brute_force_on_exact_tails(seed):
+    rng = np.random.default_rng(seed)
+    for n in (1, 7, 60, 400, 2500):  # 400 and 2500: trimmed distributions (offset > 0, trimmed mass)
+        tail = T._Tail(tails.distribution(rng.beta(0.5, 2.0, n)))
+        vs = list(rng.integers(0, n + 3, 6)) + [0, 1, n, n + 1]
+        check_budget(tail, vs, (1e-9, 1e-3, 0.1, 0.7, 1.5, 12.0, 300.0))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_budget_value_matches_brute_force_on_normal_tails(seed):
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(5):
+        n = int(rng.integers(50, 50000))
+        mean = float(rng.uniform(0, n))
+        var = float(rng.uniform(1e-3, mean * (1 - mean / n) + 1e-3))
+        tail = T._NormalTail(mean, var, n)
+        sd = var ** 0.5
+        vs = list(rng.integers(max(0, int(mean - 15 * sd)), min(n + 2, int(mean + 15 * sd) + 2), 5)) + [0, n + 1]
+        check_budget(tail, vs, (1e-9, 0.05, 0.7, 3.0, float(rng.uniform(0, 500))))
+
+
+def test_budget_value_warm_start_does_not_change_values():
+    """The search for J starts from the previous call's J (and a hint): any start gives the same value."""
+    rng = np.random.default_rng(7)
+    d = tails.distribution(rng.beta(0.5, 5.0, 3000))
+    for hint in (None, 0, 5, 400, 10**6):
+        tail = T._Tail(d)
+        for v in rng.permutation(np.arange(0, 900, 7)):
+            for m in (0.01, 2.0, 40.0):
+                got = T._budget_value(tail, int(v), m, hint)
+                want = brute_budget_value(tail, int(v), m)
+                assert want * (1 - 1e-12) <= got <= want * (1 + 1e-9) + 1e-300
+
+
+def test_budget_weights_direct_formula_matches_log_space():
+    p = np.concatenate([[0.0, 1.0, 1e-300, 1e-12, 1 - 1e-12], np.random.default_rng(0).random(500)])
+    num = 1.0 - p
+    for eps in (0.0, 1e-12, 0.3, 5.0, 50.0, 200.0, 699.0):
+        with np.errstate(divide="ignore"):
+            ref = num * np.exp(-np.logaddexp(eps + np.log(p), np.log1p(-p)))
+        got = T.budget_weights(eps, p, num)
+        assert np.allclose(got, ref, rtol=1e-13, atol=0.0)
+    assert np.array_equal(T.budget_weights(np.inf, p, num) > 0, (p == 0) & (num > 0))  # log-space branch
+
+
+def test_wide_tree_tails_are_upper_bounds(monkeypatch):
+    """From _WIDE_FROM Bernoullis the tree uses FFTs from width 16: its tails (with the round-off bound
+    added) stay above the narrow tree's and within 1e-6 of them."""
+    rng = np.random.default_rng(3)
+    beta = T._beta_unchecked(1.3, rng.beta(0.5, 5.0, 40000))
+    assert len(beta) >= tails._WIDE_FROM
+    wide = tails.distribution(beta).sf_all()
+    monkeypatch.setattr(tails, "_WIDE_FROM", 10**12)
+    narrow = tails.distribution(beta).sf_all()
+    assert np.all(wide >= narrow - 1e-13)
+    assert np.max(wide - narrow) < 1e-6
+
+
+CASES = [  # (n, prior, profile): a few random cases at the sizes the fast path starts from
+    (20000, "beta", "gdp"),
+    (35000, "uniform", "dpsgd"),
+    (50000, "tiny", "gdp"),
+    (50000, "beta", "dpsgd"),
+]
+
+
+def priors(kind: str, n: int, rng) -> np.ndarray:
+    if kind == "beta":
+        return rng.beta(0.5, 5.0, n)
+    if kind == "uniform":
+        return rng.uniform(0.0, 1.0, n)
+    return rng.beta(0.3, 30.0, n)  # "tiny": most p_i below 0.02
+
+
+PROFILES = {"gdp": GaussianDP(1.0), "dpsgd": DPSGD(1.0, 0.01, 1000)}
+
+
+@pytest.mark.parametrize("n, kind, which", CASES)
+def test_fast_count_is_within_one_target_of_exact(monkeypatch, n, kind, which):
+    p = priors(kind, n, np.random.default_rng(n))
+    profile = PROFILES[which]
+    confs = [0.05, 0.5, 0.95]
+    assert n >= T._FAST_FROM
+    fast = T.count_bound(profile, p, confs)
+    monkeypatch.setattr(T, "_FAST_FROM", 10**18)
+    exact = T.count_bound(profile, p, confs)
+    assert np.all(fast >= exact) and np.all(fast <= exact + 1), (fast, exact)
+
+
+def test_fast_counts_pass_tail_bound():
+    """Each count c the fast path returns is certified: tail_bound(c + 1) <= 1 - confidence."""
+    p = np.random.default_rng(11).beta(0.5, 5.0, 20000)
+    profile = GaussianDP(1.0)
+    for conf, c in zip((0.05, 0.95), T.count_bound(profile, p, [0.05, 0.95])):
+        assert T.tail_bound(profile, p, int(c) + 1) <= 1 - conf
