@@ -216,12 +216,23 @@ def _submitit_failure(exc: BaseException) -> tuple[str, str | None]:
     return error, (paths[0] if paths else None)
 
 
+def _mode_problem(args: list[str]) -> str | None:
+    """One sentence if the command line asks Hydra for two modes at once (it would raise a traceback)."""
+    modes = {"--multirun": "-m", "-m": "-m", "--run": "--run", "-r": "--run", "--cfg": "--cfg", "-c": "--cfg",
+             "--info": "--info", "-i": "--info", "--shell-completion": "--shell-completion", "-sc": "--shell-completion"}
+    given = sorted({modes[a] for a in args if a in modes})
+    if len(given) > 1:
+        return (f"the command line asks for {' and '.join(given)} at once, got {' '.join(args)}; give one of them "
+                "(e.g. drop -m to print the composed config with --cfg job).")
+    return None
+
+
 def main() -> None:
     if len(sys.argv) == 1:
         from pipeline.quickstart import main as quickstart
 
         sys.exit(quickstart())
-    problem = _outputs_dir_problem(sys.argv[1:])
+    problem = _outputs_dir_problem(sys.argv[1:]) or _mode_problem(sys.argv[1:])
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         sys.exit(BAD_INPUT)

@@ -183,7 +183,8 @@ def request_misfit(params: dict, nodes: Sequence[Node]) -> str | None:
         members = [n for n in nodes if n.default]
         where = f"the default partition {members[0].partition}" if members else ""
         if not members:
-            return f"this cluster has no default partition; set hydra.launcher.partition to one of: {', '.join(partitions)}."
+            return (f"this cluster has no default partition; set hydra.launcher.partition to one of: "
+                    f"{', '.join(partitions)}.")
     tasks = int(params.get("tasks_per_node") or 1)
     cpus_per_task = int(params.get("cpus_per_task") or 1)
     need_cpus = cpus_per_task * tasks
@@ -309,6 +310,9 @@ class SlurmLauncher(_SubmititSlurmLauncher):
                     jobs = original_map_array(executor, *args, **kwargs)
             except submitit.core.utils.FailedJobError as exc:
                 raise launcher._refused(str(exc) or refusal.getvalue()) from None
+            except BaseException:
+                sys.stderr.write(refusal.getvalue())  # not sbatch's refusal: let what was said be seen
+                raise
             launcher._submitted = list(jobs)
             return _Waiting(jobs, launcher)
 
@@ -380,8 +384,8 @@ class SlurmLauncher(_SubmititSlurmLauncher):
                 state["fit_checked"] = True  # the nodes do not change size: look once
                 misfit = request_misfit(self.params, _cluster_nodes())
                 if misfit:
-                    raise _cancelling(_config_error(f"{misfit[:-1]} (SLURM kept job {_array(job)} pending: Resources; "
-                                                    f"the sweep cancelled it)."))
+                    raise _cancelling(_config_error(
+                        f"{misfit[:-1]} (SLURM kept job {_array(job)} pending: Resources; the sweep cancelled it)."))
         if unavailable is None:
             state.pop("unavailable_since", None)
             return
@@ -391,12 +395,12 @@ class SlurmLauncher(_SubmititSlurmLauncher):
             state["reported"] = reason
             wait = ("forever (hydra.launcher.unavailable_timeout_min=null)" if self.unavailable_timeout_s is None
                     else f"up to {self.unavailable_timeout_s / 60:g} min (hydra.launcher.unavailable_timeout_min)")
-            print(f"SLURM cannot start job {job} now (pending reason: {reason}); the sweep waits {wait}.",
+            print(f"SLURM cannot start job {_array(job)} now (pending reason: {reason}); the sweep waits {wait}.",
                   file=sys.stderr, flush=True)
         if self.unavailable_timeout_s is not None and now - since >= self.unavailable_timeout_s:
             raise _cancelling(_config_error(
-                f"SLURM could not start job {_array(job)} for {self.unavailable_timeout_s / 60:g} min (pending reason: "
-                f"{reason}), so the sweep cancelled its jobs; pick another hydra.launcher.partition, ask the "
+                f"SLURM could not start job {_array(job)} for {self.unavailable_timeout_s / 60:g} min (pending "
+                f"reason: {reason}), so the sweep cancelled its jobs; pick another hydra.launcher.partition, ask the "
                 f"cluster's administrators, or raise hydra.launcher.unavailable_timeout_min."))
 
     def _never(self, job: str, reason: str, setting: str | None) -> Exception:
@@ -409,13 +413,12 @@ class SlurmLauncher(_SubmititSlurmLauncher):
             value = self.params.get(setting)
             return _cancelling(_config_error(
                 f"SLURM will never start job {_array(job)} as submitted (pending reason: {name}), so the sweep "
-                f"cancelled it; change "
-                f"hydra.launcher.{setting} (now {value})."))
+                f"cancelled it; change hydra.launcher.{setting} (now {value})."))
         where = self.params.get("partition") or "the default partition"
         return _cancelling(_config_error(
             f"SLURM will never start job {_array(job)} as submitted (pending reason: {name}: the request exceeds "
-            f"what {where} allows), so the sweep cancelled it; compare hydra.launcher.cpus_per_task, mem_gb, nodes and timeout_min with "
-            f"`scontrol show partition`."))
+            f"what {where} allows), so the sweep cancelled it; compare hydra.launcher.cpus_per_task, mem_gb, "
+            f"nodes and timeout_min with `scontrol show partition`."))
 
 
 def _array(job: str) -> str:

@@ -51,6 +51,18 @@ def build_task(cfg: DictConfig) -> Task:
     return task
 
 
+def _data_files(paths) -> list[dict]:
+    """{"path", "size", "sha256"} of every file read (a folder: each file under it, sorted)."""
+    from pipeline.cache import file_fingerprint
+
+    files: list = []
+    for path in paths:
+        path = Path(path)
+        members = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        files.extend(file_fingerprint(p) for p in members if p.exists())
+    return files
+
+
 def run_task(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping[str, str] | None = None,
              run_name: str = "defaults", cache=None) -> dict:
     """One experiment job: compute the task's table inside the logger's run, then write and log its outputs.
@@ -73,6 +85,9 @@ def run_task(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping
     from pipeline.tracking import run_config
 
     # The W&B config holds the task, the boxes it used and the run settings, not every key of the tree.
+    from stages.prior.base import RESOLVED_DATA
+
+    read_before = len(RESOLVED_DATA)
     with tracked(logger, config=run_config(cfg, task.config_groups(cfg), reads_data=task.reads_data(cfg)), name=run_name, group=str(cfg.name),
                  tags=tags, directory=output_dir):
         try:
@@ -83,6 +98,13 @@ def run_task(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping
             raise ConfigError(str(exc).strip().splitlines()[0]) from exc
         metrics = {**result, "experiment": {"name": task.name, "target": f"{type(task).__module__}.{type(task).__name__}"},
                    "columns": list(task.columns)}
+        # Like a game's metrics.json: the data files the job read (size and SHA-256), the stages it computed
+        # or reused, and the number of trials as a number.
+        metrics.setdefault("data_files", _data_files(RESOLVED_DATA[read_before:]))
+        metrics.setdefault("stages", {"computed": [f"{s}/{k}" for s, k in cache.computed],
+                                      "reused": [f"{s}/{k}" for s, k in cache.reused]})
+        if "trials" in cfg and "trials" not in metrics:
+            metrics["trials"] = int(cfg.trials)
         write_json_atomic(output_dir / "metrics.json", metrics)
         table, figure, rows = write_report(output_dir)
         logger.log_metrics({f"headline/{k}": v for k, v in metrics.get("headline", {}).items()}

@@ -47,10 +47,24 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
     return Path(data_dir).expanduser() if data_dir not in (None, "") else default_data_dir()
 
 
+#: Every data file or folder resolved in this process, in order (data_path and the folder readers add to it):
+#: what a job read, so its metrics.json can list the files' hashes (pipeline.experiments.run_task).
+RESOLVED_DATA: list[Path] = []
+
+
+def note_data(path: str | os.PathLike) -> Path:
+    """Record that a data file or folder was read (see RESOLVED_DATA) and return it."""
+    path = Path(path)
+    if path not in RESOLVED_DATA:
+        RESOLVED_DATA.append(path)
+    return path
+
+
 def data_path(relative: str | os.PathLike, data_dir: str | os.PathLike | None = None) -> Path:
     """Resolve a data file: an absolute path as is, else under data_dir (default: default_data_dir()).
 
-    A missing file fails with one sentence naming the path and how to provide it.
+    A missing file fails with one sentence naming the path and how to provide it. The path is recorded in
+    RESOLVED_DATA.
     """
     path = Path(relative).expanduser()
     if not path.is_absolute():
@@ -61,7 +75,7 @@ def data_path(relative: str | os.PathLike, data_dir: str | os.PathLike | None = 
             f"{DATA_ENV} environment variable), or copy the file there (../shared/data/README.md says where each "
             f"file comes from)."
         )
-    return path
+    return note_data(path)
 
 
 class Prior:

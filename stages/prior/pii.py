@@ -48,7 +48,7 @@ import numpy as np
 from scipy import special
 
 from stages.bound import _validate
-from stages.prior.base import Prior, resolve_data_dir, validate_probabilities
+from stages.prior.base import Prior, note_data, resolve_data_dir, validate_probabilities
 
 __all__ = ["PIIPrior", "Context", "header_names", "read_messages", "find_contexts", "score_candidates",
            "law_from_scores", "SCORES"]
@@ -292,7 +292,7 @@ def _resolve_enron(enron: str, data_dir) -> Path:
     if not path.exists():
         raise FileNotFoundError(f"enron {path} does not exist; point enron at a maildir folder or an enron CSV "
                                 f"(file,message), relative to data_dir or absolute (see ../shared/data/README.md).")
-    return path
+    return note_data(path)
 
 
 class PIIPrior(Prior):

@@ -1,6 +1,6 @@
 """Benchmark: count_bound at three confidences, this code vs a committed version and vs its own exact path.
 
-    .venv/bin/python tests/benchmarks/bench_count_bound.py [--max-n 1000000] [--baseline HEAD] [--repeats 3]
+    .venv/bin/python tests/benchmarks/bench_count_bound.py [--max-n 1000000] [--baseline eb9898d] [--repeats 3]
 
 For each profile (mu = 1 GDP and a DP-SGD run) and n in {1e3, 1e4, 1e5, 1e6}, heterogeneous priors
 p_i ~ Beta(0.5, 5) (all distinct; seed n), it times ``count_bound(profile, p, [0.05, 0.5, 0.95])``:
@@ -12,7 +12,8 @@ p_i ~ Beta(0.5, 5) (all distinct; seed n), it times ``count_bound(profile, p, [0
   search tries evaluated exactly: the reference for "lost", the targets the fast path gives away
   (new count - exact count, per confidence; never negative: every count is certified, and the exact
   search's count is the smallest it finds);
-* "baseline": ``stages/`` of the --baseline commit (``git archive``), in a fresh interpreter, one run.
+* "baseline": ``stages/`` of the --baseline commit (``git archive``; default eb9898d, the split theorem
+  before the fast path), in a fresh interpreter, one run.
 
 The accountant tables of the DP-SGD profile are built outside the timed region in every case.
 Prints a markdown table (times in seconds, speed-up = baseline / new).
@@ -36,6 +37,8 @@ from stages.bound import theorems  # noqa: E402
 from stages.bound.profiles import DPSGD, GaussianDP  # noqa: E402
 
 CONFIDENCES = [0.05, 0.5, 0.95]
+#: The last commit before count_bound's fast path (issue 13 item 7): the split theorem, exact search.
+BASELINE = "eb9898d"
 PROFILES = {"gdp": ("GaussianDP(mu=1)", lambda: GaussianDP(1.0)),
             "dpsgd": ("DPSGD(sigma=1, q=0.01, T=1000)", lambda: DPSGD(1.0, 0.01, 1000))}
 
@@ -66,7 +69,7 @@ def timed(profile, p, repeats: int):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-n", type=int, default=10**6)
-    ap.add_argument("--baseline", default="HEAD", help="commit whose stages/ is the baseline")
+    ap.add_argument("--baseline", default=BASELINE, help="commit whose stages/ is the baseline")
     ap.add_argument("--repeats", type=int, default=3, help="runs of the new code (the best is reported)")
     args = ap.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", args.baseline], cwd=ROOT, capture_output=True,

@@ -79,7 +79,9 @@ def test_budget_weights_direct_formula_matches_log_space():
             ref = num * np.exp(-np.logaddexp(eps + np.log(p), np.log1p(-p)))
         got = T.budget_weights(eps, p, num)
         assert np.allclose(got, ref, rtol=1e-13, atol=0.0)
-    assert np.array_equal(T.budget_weights(np.inf, p, num) > 0, (p == 0) & (num > 0))  # log-space branch
+    inner = (p > 0) & (p < 1)  # beyond eps = 700 the log-space formula is used
+    assert np.array_equal(T.budget_weights(800.0, p[inner], num[inner]), ref_far := num[inner] * np.exp(
+        -np.logaddexp(800.0 + np.log(p[inner]), np.log1p(-p[inner])))) and np.all(ref_far >= 0)
 
 
 def test_wide_tree_tails_are_upper_bounds(monkeypatch):

@@ -81,6 +81,11 @@ def test_experiment_runs_on_a_shrunken_grid(name, compose, tmp_path):
     assert (job / "figures" / f"{name}.png").stat().st_size > 0
     written = json.loads((job / "metrics.json").read_text())
     assert written["experiment"]["name"] == name and written["columns"] == COLUMNS[name]
+    # like a game's metrics.json (issue 14, item 15): the data files read, the stages, trials as a number
+    assert isinstance(written["data_files"], (list, dict)) and isinstance(written["stages"], dict)  # a game: {group: files}
+    assert isinstance(written.get("trials", 0), int)
+    if name == "zipf_calibration":  # reads the RockYou counts file
+        assert any(f["path"].endswith(".csv") and len(f["sha256"]) == 64 for f in written["data_files"])
 
 
 def test_compare_bounds_numbers(compose, tmp_path):

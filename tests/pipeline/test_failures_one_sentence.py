@@ -52,6 +52,11 @@ def test_refused_in_one_sentence_and_no_folder_left(tmp_path, args, needles):
     _no_job_folder(outputs)
 
 
+def test_two_modes_at_once_is_one_sentence(tmp_path):
+    """-m with --cfg made Hydra raise a ValueError traceback."""
+    _refused(run_cli("-m", "--cfg", "job", "prior=zipf", cwd=tmp_path, timeout=60), "-m", "--cfg", "at once")
+
+
 def test_an_outputs_dir_nothing_can_be_created_in(tmp_path):
     if not os.path.isdir("/proc"):
         pytest.skip("no /proc on this system")

@@ -178,3 +178,52 @@ def test_an_interrupted_sweep_cancels_its_jobs(tmp_path, slurm_cluster, signum, 
     if left:
         subprocess.run(["scancel", *ids], capture_output=True)
     assert not left, f"the interrupted sweep left {left} in the queue"
+
+
+def _launcher(monkeypatch, queue, nodes=(), **settings):
+    """A launcher whose squeue says `queue` ((job, reason) pairs) and whose cluster has `nodes`."""
+    import pipeline.slurm_launcher as slurm_launcher
+
+    monkeypatch.setattr(slurm_launcher, "pending_reasons", lambda ids: list(queue))
+    monkeypatch.setattr(slurm_launcher, "_cluster_nodes", lambda: list(nodes))
+    launcher = SlurmLauncher(**{"partition": "debug", "cpus_per_task": 1, "timeout_min": 99999, **settings})
+    launcher._submitted = [type("Job", (), {"job_id": "7_0"})(), type("Job", (), {"job_id": "7_1"})()]
+    return launcher
+
+
+def test_a_never_reason_fails_naming_the_setting(monkeypatch):
+    from pipeline.game import ConfigError
+
+    launcher = _launcher(monkeypatch, [("7_[0-1%2]", "PartitionTimeLimit")], pending_check_s=1)
+    with pytest.raises(ConfigError, match=r"^SLURM will never start job 7 as submitted \(pending reason: "
+                                          r"PartitionTimeLimit\), so the sweep cancelled it; change "
+                                          r"hydra.launcher.timeout_min \(now 99999\)\.$") as raised:
+        launcher.check_pending({})
+    assert raised.value.slurm_cancel
+    # PartitionConfig with the node sizes at hand: the setting that exceeds them.
+    launcher = _launcher(monkeypatch, [("7_[0-1%2]", "PartitionConfig")], NODES[:2], cpus_per_task=8)
+    with pytest.raises(ConfigError, match=r"^hydra.launcher.cpus_per_task=8 exceeds every node of partition debug "
+                                          r"\(at most 4 CPUs\); lower it \(SLURM kept job 7 pending"):
+        launcher.check_pending({})
+
+
+def test_waiting_reasons_wait_and_unavailable_nodes_time_out(monkeypatch, capsys):
+    from pipeline.game import ConfigError
+
+    for reason in ("Priority", "Resources", "BeginTime", "JobArrayTaskLimit"):
+        _launcher(monkeypatch, [("7_[0-1%2]", reason)], NODES[:2]).check_pending({})
+    held = [("7_[0-1%2]", "ReqNodeNotAvail, UnavailableNodes:cpu[1-2]")]
+    state: dict = {}
+    launcher = _launcher(monkeypatch, held, NODES[:2], unavailable_timeout_min=None)
+    launcher.check_pending(state)
+    launcher.check_pending(state)
+    said = capsys.readouterr().err.splitlines()
+    assert said == ["SLURM cannot start job 7 now (pending reason: ReqNodeNotAvail, UnavailableNodes:cpu[1-2]); "
+                    "the sweep waits forever (hydra.launcher.unavailable_timeout_min=null)."]
+    launcher = _launcher(monkeypatch, held, NODES[:2], unavailable_timeout_min=0)
+    with pytest.raises(ConfigError, match=r"^SLURM could not start job 7 for 0 min \(pending reason: ReqNodeNotAvail"):
+        launcher.check_pending({})
+    # Resources for a request larger than every node: never.
+    launcher = _launcher(monkeypatch, [("7_[0-1%2]", "Resources")], NODES[:2], mem_gb=64)
+    with pytest.raises(ConfigError, match=r"^hydra.launcher.mem_gb=64 exceeds every node of partition debug"):
+        launcher.check_pending({})
