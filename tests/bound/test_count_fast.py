@@ -2,6 +2,7 @@
 
 * _budget_value (the split theorem's min over J, found by a bracketed test on suffix sums) against
   the brute-force minimum over every J, on exact, trimmed and normal-approximation tails;
+* smallest_passing (interpolation search over v) against a scan over every v;
 * budget_weights' direct formula against the log-space one;
 * the wide convolution tree (leaves of 15, FFT from width 16, used from tails._WIDE_FROM Bernoullis):
   its tails are upper bounds on the narrow tree's and within 1e-6 of them;
@@ -134,3 +135,17 @@ def test_fast_counts_pass_tail_bound():
     profile = GaussianDP(1.0)
     for conf, c in zip((0.05, 0.95), T.count_bound(profile, p, [0.05, 0.95])):
         assert T.tail_bound(profile, p, int(c) + 1) <= 1 - conf
+
+
+@pytest.mark.parametrize("approximate", [False, True])
+def test_smallest_passing_matches_a_scan_over_v(approximate):
+    """smallest_passing (interpolation search on log B, with or without a hint) = the first v with B <= t."""
+    rng = np.random.default_rng(5)
+    for n in (5, 60, 700):
+        run = T._OneRun(GaussianDP(float(rng.uniform(0.3, 3.0))), rng.beta(0.5, 3.0, n), None, approximate=approximate)
+        for eps in rng.uniform(0.0, 5.0, 3):
+            values = np.array([run.objective(eps, v) for v in range(n + 2)])
+            for t in (1e-9, 0.05, 0.5, 0.95):
+                want = int(np.argmax(values <= t))
+                for hint in (None, want, want - 1, want + 1, int(rng.integers(0, n + 2))):
+                    assert run.smallest_passing(eps, t, hint) == want, (n, eps, t, hint)
