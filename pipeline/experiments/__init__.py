@@ -101,8 +101,8 @@ def run_task(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping
         # Like a game's metrics.json: the data files the job read (size and SHA-256), the stages it computed
         # or reused, and the number of trials as a number.
         metrics.setdefault("data_files", _data_files(RESOLVED_DATA[read_before:]))
-        metrics.setdefault("stages", {"computed": [f"{s}/{k}" for s, k in cache.computed],
-                                      "reused": [f"{s}/{k}" for s, k in cache.reused]})
+        metrics.setdefault("stages", {"computed": [[s, k] for s, k in cache.computed],
+                                      "reused": [[s, k] for s, k in cache.reused]})
         if "trials" in cfg and "trials" not in metrics:
             metrics["trials"] = int(cfg.trials)
         write_json_atomic(output_dir / "metrics.json", metrics)

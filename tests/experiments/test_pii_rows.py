@@ -73,7 +73,8 @@ def test_given_law_rows(compose, tmp_path):
     metrics = experiments.run_task(cfg, tmp_path / "protect")
     (row,) = _rows(metrics, "pii")
     assert row["prior_probability"] == 0.3 and row["eps_protect"] == pytest.approx(T.eps_protect(0.3), rel=1e-12)
-    assert metrics["laws"]["pii"]["source"] == "pii_law run, gpt2" and "stages" not in metrics
+    assert metrics["laws"]["pii"]["source"] == "pii_law run, gpt2"
+    assert metrics["stages"] == {"computed": [], "reused": []}  # a given law scores nothing
 
 
 @pytest.mark.parametrize("experiment,law,message", [
