@@ -181,6 +181,7 @@ def bound_theorem(profile, metric, k: int, domain_size: int | None, default: str
         reason = ("the mechanism is eps-DP: Theorem 3.1 at its eps holds for every success metric"
                   + (" (success is set-valued here)" if set_valued else ""))
     elif set_valued:
+        name = f"{name}, set-valued weights"
         reason = (f"success is set-valued (k = {int(k)} guesses, metric {getattr(metric, 'name', metric)!s}): delta(eps) "
                   "weighted by (1 - c_i) / (e^eps p_i + 1 - p_i), c_i the prior's collision probability")
     else:
