@@ -26,9 +26,15 @@ the records' own prior successes p_i, and every row names the theorem behind its
 (`bound_theorem`, as the one_run bound box names it: theorem_name). At eps = inf the marginals are
 exact and the bound is every record (EXACT_THEOREM).
 
+Objectives (task.objectives): `noise_aware` and `plain` are RAP's (stages.attack.rap); `posterior` is the
+reference attack of issue 16 item 4 (stages.attack.posterior.PosteriorAttack: Gibbs sampling of the target
+column's Bayes posterior given the release and the BayNet prior; one target, every other column known;
+settings in task.posterior: sweeps, burn_in, seed, exact_scale). It is never a default.
+
 Stages (pipeline.cache): `baynet` (the fit, keyed by the table's content hash and the fit settings)
 and `tabular_trial` (one trial's records and the attack's relaxed target columns per objective, keyed
-by everything that determines them), so a rerun or a longer sweep reuses what is done.
+by everything that determines them), so a rerun or a longer sweep reuses what is done; `tabular_posterior`
+(the posterior attack's table, keyed as the trial's release plus its settings, so adding it reuses the trial).
 """
 from __future__ import annotations
 
@@ -49,6 +55,9 @@ log = logging.getLogger(__name__)
 
 FIT_STAGE_VERSION = 1
 TRIAL_STAGE_VERSION = 1
+POSTERIOR_STAGE_VERSION = 1
+#: The objectives beside RAP's (stages.attack.rap.OBJECTIVES): the Gibbs posterior reference attack.
+EXTRA_OBJECTIVES = ("posterior",)
 _CONFIDENCE_COLUMNS = {0.05: "bound_0.05", 0.5: "bound_0.5", 0.95: "bound_0.95"}
 _EXCEED_COLUMNS = {0.05: "exceed_0.05", 0.5: "exceed_0.5", 0.95: "exceed_0.95"}
 #: The bound_theorem of a setting at eps = inf: the exact marginals reveal every record.
@@ -98,7 +107,8 @@ class _Tabular(Task):
     DEFAULT_TABLES = ("acs", "fire")
 
     def __init__(self, datasets: Mapping | None = None, objectives: Sequence[str] = ("noise_aware", "plain"),
-                 ci_level: float = 0.95, default_targets: Mapping | None = None) -> None:
+                 ci_level: float = 0.95, default_targets: Mapping | None = None,
+                 posterior: Mapping | None = None) -> None:
         from stages.attack.rap import OBJECTIVES
         from stages.bound import _validate
         from stages.prior.tabular import check_dataset
@@ -115,8 +125,14 @@ class _Tabular(Task):
             check_dataset(name, "default_targets")
         self.selected: dict = {}
         self.objectives = [str(o) for o in objectives]
-        if not self.objectives or any(o not in OBJECTIVES for o in self.objectives):
-            raise ValueError(f"objectives must list some of {list(OBJECTIVES)}, got {list(objectives)}.")
+        allowed = list(OBJECTIVES) + list(EXTRA_OBJECTIVES)
+        if not self.objectives or any(o not in allowed for o in self.objectives):
+            raise ValueError(f"objectives must list some of {allowed}, got {list(objectives)}.")
+        # settings of the posterior objective (stages.attack.posterior.PosteriorAttack: sweeps, burn_in, seed,
+        # exact_scale); checked now, used only when objectives lists posterior
+        self.posterior = {str(k): v for k, v in dict(posterior or {}).items()}
+        from stages.attack.posterior import PosteriorAttack
+        PosteriorAttack(**self.posterior)
         self.ci_level = float(_validate.probability("ci_level", ci_level, open_low=True, open_high=True))
 
     # -- what to play ------------------------------------------------------------------------
@@ -153,6 +169,7 @@ class _Tabular(Task):
 
     # -- the trial loop ----------------------------------------------------------------------
     def run(self, cfg: DictConfig, output_dir: Path, cache, logger) -> dict:
+        from stages.attack.posterior import PosteriorAttack
         from stages.attack.rap import RAPAttack
         from stages.bound import _validate
         from stages.mechanism.noisy_marginals import NoisyMarginals
@@ -173,6 +190,7 @@ class _Tabular(Task):
                                  f"got {conf.get('_target_')}; drop the {group}= override.")
         # Build every box once now, so a bad value fails before any work.
         attacks = {o: RAPAttack(attack_cfg["steps"], attack_cfg["learning_rate"], o, attack_cfg.get("decode", "joint"))
+                   if o != "posterior" else PosteriorAttack(**self.posterior, decode=attack_cfg.get("decode", "joint"))
                    for o in self.objectives}
         self.decode = attacks[self.objectives[0]].decode_mode
         self.selected = self.select(prior_cfg.get("dataset"), cfg.get("data_dir"))
@@ -206,6 +224,8 @@ class _Tabular(Task):
 
         prior = BayNetPrior.from_network(network, n_records, setting["targets"], setting["known"])
         records_seed, noise_seed = np.random.SeedSequence(seed).spawn(trials)[t].spawn(2)
+        extra = {o: a for o, a in attacks.items() if o in EXTRA_OBJECTIVES}
+        all_attacks, attacks = attacks, {o: a for o, a in attacks.items() if o not in EXTRA_OBJECTIVES}
 
         def compute(directory=None):
             X = prior.sample(np.random.default_rng(records_seed))
@@ -231,6 +251,25 @@ class _Tabular(Task):
                   "trial": t}  # child t of SeedSequence(seed) does not depend on how many trials there are
         stored = load_arrays(cache.get_or_compute("tabular_trial", config, compute)) if cache is not None else compute()
         X = stored["records"]
+        stored = dict(stored)
+        for objective, attack in extra.items():
+            def compute_extra(directory=None, attack=attack, objective=objective):
+                # the trial's release again: the same records and the same noise draws
+                release = mechanism.release(X, np.random.default_rng(noise_seed), network.domain, prior.known)
+                marginals = network.conditional_marginals(prior.known, X[:, prior.known], prior.unknown)
+                relaxed, _ = attack.relaxed(release, prior.known, X[:, prior.known], network.domain, marginals)
+                out = {f"relaxed_{objective}": relaxed}
+                if directory is not None:
+                    save_arrays(directory, **out)
+                return out
+
+            extra_config = {**{k: v for k, v in config.items() if k != "attacks"}, "stage": f"tabular_{objective}",
+                            "version": POSTERIOR_STAGE_VERSION,
+                            "attack": {k: v for k, v in attack.params().items() if k != "decode"}}
+            got = (load_arrays(cache.get_or_compute(f"tabular_{objective}", extra_config, compute_extra))
+                   if cache is not None else compute_extra())
+            stored[f"relaxed_{objective}"] = got[f"relaxed_{objective}"]
+        attacks = all_attacks
         out = []
         for point in setting["points"]:
             distance = point.get("distance")
@@ -294,7 +333,7 @@ class _Tabular(Task):
     def plot_rows(cls, rows: list[dict], path, x_label: str, panel_key: str, numeric_x: bool) -> Path:
         panels = group_rows(rows, panel_key)
         fig, axes = subplots(len(panels), width=min(8.0, max(4.4, 0.45 * max(len(group_rows(v, "x")) for v in panels.values()))))
-        markers = {"noise_aware": "o", "plain": "^"}
+        markers = {"noise_aware": "o", "plain": "^", "posterior": "D"}
         for ax, (name, members) in zip(axes, panels.items()):
             xs = list(dict.fromkeys(r["x"] for r in members))
             if numeric_x:
@@ -314,7 +353,8 @@ class _Tabular(Task):
                 low = np.nan_to_num(mean - np.array([float(r["attack_ci_low"]) for r in series]))
                 high = np.nan_to_num(np.array([float(r["attack_ci_high"]) for r in series]) - mean)
                 ax.errorbar(x, mean, yerr=[low, high], fmt=markers.get(objective, "o"), capsize=2,
-                            label=f"RAP M-AI ({objective}, {series[0].get('decode', 'per_column')} decode)")
+                            label=("Bayes posterior (Gibbs)" if objective == "posterior" else
+                                   f"RAP M-AI ({objective}, {series[0].get('decode', 'per_column')} decode)"))
             ax.set_xticks(at, [str(x) for x in xs], rotation=60 if not numeric_x else 0, fontsize=7)
             ax.set_xlabel(x_label)
             ax.set_title(str(name), fontsize=9)
@@ -396,8 +436,8 @@ class TabularEpsilon(_Tabular):
 
     def __init__(self, datasets: Mapping | None = None, epsilons: Sequence = (0.5, 1, 2, 3, 5, 10, "inf"),
                  objectives: Sequence[str] = ("noise_aware", "plain"), ci_level: float = 0.95,
-                 default_targets: Mapping | None = None) -> None:
-        super().__init__(datasets, objectives, ci_level, default_targets)
+                 default_targets: Mapping | None = None, posterior: Mapping | None = None) -> None:
+        super().__init__(datasets, objectives, ci_level, default_targets, posterior)
         self.epsilons = [_epsilon(e) for e in epsilons]
         if not self.epsilons:
             raise ValueError("epsilons must list at least one value, got [].")
@@ -424,10 +464,10 @@ class TabularMultiColumn(_Tabular):
 
     def __init__(self, datasets: Mapping | None = None, n_known: int = 3, max_targets: int | None = None,
                  objectives: Sequence[str] = ("noise_aware", "plain"), ci_level: float = 0.95,
-                 default_targets: Mapping | None = None) -> None:
+                 default_targets: Mapping | None = None, posterior: Mapping | None = None) -> None:
         from stages.bound import _validate
 
-        super().__init__(datasets, objectives, ci_level, default_targets)
+        super().__init__(datasets, objectives, ci_level, default_targets, posterior)
         self.n_known = _validate.integer("n_known", n_known, minimum=1)
         self.max_targets = None if max_targets is None else _validate.integer("max_targets", max_targets, minimum=1)
 

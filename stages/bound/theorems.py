@@ -338,6 +338,8 @@ class _OneRun:
             self.values, inverse, self.counts = np.unique(self.p, return_inverse=True, return_counts=True)
             # w is linear in the numerator, so the targets sharing a p share one summed numerator
             self.numerator_sums = np.bincount(inverse.ravel(), weights=numerator.ravel(), minlength=len(self.values))
+        # p_i = 0: no allowed success set has prior mass, so neither has the posterior: no extra successes
+        self.numerator_sums = np.where(self.values == 0.0, 0.0, self.numerator_sums)
         self.weight_p = self.values
         self.weights = self.counts.astype(float)
         with np.errstate(divide="ignore"):

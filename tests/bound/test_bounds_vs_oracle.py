@@ -172,3 +172,11 @@ def test_expected_theorem_against_the_oracle_mechanism():
     >= 33/40 (the mechanism's success)."""
     value, _ = expected_tail(ApproxDP(1e-9, 0.1), np.full((4, 2), 0.5), 1)
     assert value >= 33 / 40
+
+
+def test_abstentions_cost_nothing():
+    """A target with p = 0 has posterior success 0 everywhere (THEORY.md, section 1): it adds no budget."""
+    for profile in (GaussianDP(1.0), ApproxDP(0.5, 0.05)):
+        for v in (1, 2):
+            assert tail_bound(profile, [0.5, 0.3, 0.0, 0.0, 0.0], v) == pytest.approx(tail_bound(profile, [0.5, 0.3], v),
+                                                                                      abs=1e-12)
