@@ -219,7 +219,8 @@ def test_tail_bound_at_equals_primal_lp(profile, p, data, eps):
     v = data.draw(st.integers(0, n), label="v")
     b = [beta_formula(eps, q) for q in p]
     sf = sf_recursion(b)
-    m = profile_delta(profile, eps) * sum(1 - x for x in b)  # one exact guess: w_i = 1 - beta_i
+    # one exact guess: w_i = 1 - beta_i, and 0 for p_i = 0 (no success set has prior or posterior mass)
+    m = profile_delta(profile, eps) * sum(1 - x for x, q in zip(b, p) if q > 0)
     lp = lp_linprog(sf, n, v, m)
     exact = lp_vertices(sf, n, v, m)
     if T.pure_epsilon_of(profile) is not None and eps < profile.eps:
@@ -289,7 +290,7 @@ def one_run_reference(profile, p, eps_grid, vs=None) -> np.ndarray:
         pmf *= 1 - b[:, t : t + 1]
         pmf[:, 1:] += moved
     sf = np.concatenate([np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1], np.zeros((G, 1))], axis=1)
-    m = np.array([profile.delta_upper(float(e)) for e in eps_grid]) * np.sum(1.0 - b, axis=1)
+    m = np.array([profile.delta_upper(float(e)) for e in eps_grid]) * np.sum(np.where(p[None, :] > 0, 1.0 - b, 0.0), axis=1)
     out = np.ones((G, n + 2))
     out[:, n + 1] = 0.0
     for v in range(1, n + 1) if vs is None else vs:
