@@ -141,7 +141,7 @@ def test_mmc_matches_ours_for_uniform_priors(mu, k):
 
 @pytest.mark.parametrize("mu,k", [(0.5, 2), (1.0, 4), (2.0, 10), (3.0, 100)])
 def test_mmc_matches_theorems_success_bound(mu, k):
-    theorems = pytest.importorskip("stages.bound.theorems")
+    from stages.bound import theorems
     assert C.mmc_bound(GaussianDP(mu), 1.0 / k) == pytest.approx(theorems.success_bound(GaussianDP(mu), 1.0 / k), abs=1e-8)
 
 
@@ -204,7 +204,7 @@ def test_mmc_abstentions_and_array_confidence():
 
 def test_mmc_count_compared_with_ours():
     """Recorded, not claimed by the paper: for n > 1 MMC and our one-run count are close."""
-    theorems = pytest.importorskip("stages.bound.theorems")
+    from stages.bound import theorems
     p = np.full(100, 0.25)
     mmc = C.mmc_bound(GaussianDP(1.0), p, confidence=0.95)
     ours = theorems.count_bound(GaussianDP(1.0), p, 0.95)

@@ -184,7 +184,7 @@ def test_idealized_gaussian_sweep_writes_the_experiment_table(tmp_path):
 
 
 def test_experiment_logs_to_wandb(compose, tmp_path, monkeypatch):
-    from pipeline.tracking import read_offline_run
+    from wandb_offline import read_offline_run
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     cfg = compose("experiment=eps_protect", "logger=wandb", *SHRINK["eps_protect"])

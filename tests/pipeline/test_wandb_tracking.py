@@ -6,7 +6,7 @@ import json
 import pytest
 
 from pipeline.game import ConfigError, run_job
-from pipeline.tracking import read_offline_run
+from wandb_offline import read_offline_run
 
 CHOICES = {"prior": "zipf", "mechanism": "gaussian", "attack": "bayes_optimal", "metric": "exact", "bound": "one_run"}
 
