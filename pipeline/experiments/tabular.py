@@ -21,9 +21,9 @@ joint, the default, or per_column; see stages.attack.rap).
 Each trial samples `prior.n_records` fresh records from the BayNet, releases the noisy marginals,
 runs the attack under each objective and scores it; the prior-only baseline scores the a-priori
 guess z* (the joint MAP of the targets given the known columns, or the best window) on the same
-records; the bound is stages.bound.theorems.count_bound with the mechanism's GaussianDP(mu) profile and
+records; the bound is the one_run box's count (OneRunBound.counts) with the mechanism's GaussianDP(mu) profile and
 the records' own prior successes p_i, and every row names the theorem behind its numbers
-(`bound_theorem`, as the one_run bound box names it: theorem_name). At eps = inf the marginals are
+(`bound_theorem`, as the one_run bound box names it: OneRunBound.theorem_for). At eps = inf the marginals are
 exact and the bound is every record (EXACT_THEOREM).
 
 Objectives (task.objectives): `noise_aware` and `plain` are RAP's (stages.attack.rap); `posterior` is the
@@ -62,18 +62,6 @@ _CONFIDENCE_COLUMNS = {0.05: "bound_0.05", 0.5: "bound_0.5", 0.95: "bound_0.95"}
 _EXCEED_COLUMNS = {0.05: "exceed_0.05", 0.5: "exceed_0.5", 0.95: "exceed_0.95"}
 #: The bound_theorem of a setting at eps = inf: the exact marginals reveal every record.
 EXACT_THEOREM = "none: exact marginals (eps = inf), every record can be reconstructed"
-
-
-def theorem_name(profile, metric, domain_size: int) -> str:
-    """The name of the theorem count_bound applies for this profile and success metric, as the one_run bound
-    box names it (stages.bound.one_run.OneRunBound.theorem): the tabular trials call the library's
-    count_bound with the records' own prior successes, the theorem the box uses for one guess per record."""
-    from types import SimpleNamespace
-
-    from stages.bound.one_run import OneRunBound
-
-    return str(OneRunBound().theorem(profile, SimpleNamespace(domain_size=int(domain_size)), metric,
-                                     np.zeros((1, 1), dtype=np.int64))["theorem"])
 
 
 def fit_stage(cache, prior_cfg: Mapping, data_dir):
@@ -218,7 +206,9 @@ class _Tabular(Task):
         """Play trial t of a setting: per point, {objective: successes}, prior successes, Sigma p_i and the bound."""
         from pipeline.cache import load_arrays, save_arrays
         from stages.bound.box import set_valued_success
-        from stages.bound.theorems import count_bound
+        from stages.bound.one_run import OneRunBound
+
+        box = OneRunBound()
         from stages.metric import Within
         from stages.prior.baynet import BayNetPrior
 
@@ -285,13 +275,12 @@ class _Tabular(Task):
                 bound = {c: n_records for c in confidences}
                 theorem = EXACT_THEOREM
             else:
-                # a window of several values is set-valued success: the split theorem's set-valued weights
-                # (collision probability taken as 0, valid for every prior: stages/bound/THEORY.md)
-                set_valued = any(set_valued_success(metric, 1, network.domain[tgt]) for tgt in prior.targets)
-                counts = count_bound(mechanism.profile, trial_prior.prior_success, confidences, set_valued=set_valued)
-                bound = {c: int(v) for c, v in zip(confidences, np.atleast_1d(counts))}
+                # the one_run box's theorem for the records' own priors: a window of several values is
+                # set-valued success (collision probability taken as 0, valid for every prior: THEORY.md)
                 widest = max(prior.targets, key=lambda tgt: set_valued_success(metric, 1, network.domain[tgt]))
-                theorem = theorem_name(mechanism.profile, metric, network.domain[widest])
+                info = box.theorem_for(mechanism.profile, metric, 1, network.domain[widest])
+                bound = box.counts(mechanism.profile, trial_prior.prior_success, confidences, info)
+                theorem = info["theorem"]
             out.append({"attack": successes, "prior": int(prior.score(X, trial_prior.guess, metric).sum()),
                         "prior_expected": float(trial_prior.prior_success.sum()), "bound": bound,
                         "bound_theorem": theorem,

@@ -34,8 +34,8 @@ above the exact single-target worst case, and stays as a probability bound.
 """
 from __future__ import annotations
 
-import logging
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -133,7 +133,7 @@ def kgk_markov_count(profile, p, confidence: float) -> int:
     sum_i (1 - f(p_i)) / (c + 1) <= 1 - confidence (E[#attacked] <= sum_i (1 - f(p_i)), then Markov)."""
     q = np.atleast_1d(_validate.probability("p", p)).astype(float).reshape(-1)
     conf = float(_validate.confidence("confidence", confidence))
-    return markov_count(float(np.sum(prior_work.kgk_bound(profile, q))), q.size, conf)
+    return COMPARATORS["kgk"].value(profile, q, Setting(kind="count"), conf)
 
 
 # ---------------------------------------------------------------- the comparators, one registry
@@ -162,7 +162,7 @@ STEINKE_COUNT_REASON = (
 )
 
 
-class Comparator:
+class Comparator(ABC):
     """A prior-work bound: ``applies`` says why not (a sentence) or None; ``value`` is its number.
 
     Per-target comparators bound one target's success probability s(p); over n targets their count is
@@ -181,8 +181,9 @@ class Comparator:
     def _applies(self, profile, p: np.ndarray, setting: Setting) -> str | None:
         return None
 
+    @abstractmethod
     def per_target(self, profile, p: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """Bounds s(p_i) on each target's success probability."""
 
     def value(self, profile, p: np.ndarray, setting: Setting, confidence: float | None = None):
         """Success probability bound (setting.kind == "probability", p of size 1) or count at ``confidence``."""
@@ -280,9 +281,6 @@ class _MMC(Comparator):
             return float(prior_work.mmc_bound(profile, float(p[0])))
         return int(prior_work.mmc_bound(profile, p, confidence=confidence))
 
-    def tail(self, profile, p, v: int) -> float:
-        return prior_work.mmc_tail_bound(profile, p, v)
-
 
 class _Steinke(Comparator):
     name = "steinke"
@@ -359,9 +357,7 @@ def best_bound(
     Returns a BestBound whose ``value`` is the minimum of ``all`` and ``source`` its name (ours wins
     ties). Raises ValueError for n > 1 targets without a confidence.
     """
-    if not isinstance(set_valued, (bool, np.bool_)):
-        raise ValueError(f"set_valued must be True or False, got {set_valued!r}.")
-    set_valued = bool(set_valued)
+    set_valued = theorems._check_set_valued(set_valued)
     profile = theorems._profile(profile, game)
     arr = _validate.probability("p", p)
     if arr.ndim > 1:

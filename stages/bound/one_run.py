@@ -15,6 +15,11 @@ from stages.bound.theorems import SPLIT_THEOREM, count_bound
 __all__ = ["OneRunBound"]
 
 
+#: The theorem's name in every output (an eps-DP profile gets Theorem 3.1 instead).
+THEOREM = f"{SPLIT_THEOREM}, a-priori guesses z*"
+PURE_THEOREM = "Theorem 3.1 at the profile's eps (eps-DP), a-priori guesses z*"
+
+
 class OneRunBound:
     """count_bound(profile, p*, confidence) with p*_i the prior success of the a-priori guess z*."""
 
@@ -26,17 +31,25 @@ class OneRunBound:
         trials: PlayedTrials or guesses (R, n, k) (stages.bound.box).
         """
         k = guesses_per_target(trials)
-        levels = as_confidences(confidences)
         p_star = prior.success_probability(prior.a_priori_guess(metric, k), metric)
-        set_valued = self.theorem(profile, prior, metric, trials)["set_valued"]
+        info = self.theorem(profile, prior, metric, trials)
+        return self.counts(profile, p_star, confidences, info, prior_collision(prior))
+
+    def counts(self, profile, p_star, confidences, info: dict, collision=None) -> dict[float, int]:
+        """{confidence: c} for prior successes p_star under the theorem ``info`` (``theorem`` / ``theorem_for``
+        say whether success is set-valued); callers with per-record priors (the tabular experiments) use this."""
+        levels = as_confidences(confidences)
+        set_valued = info["set_valued"]
         return count_dict(levels, count_bound(profile, p_star, levels, set_valued=set_valued,
-                                              collision=prior_collision(prior) if set_valued else None))
+                                              collision=collision if set_valued else None))
 
     def theorem(self, profile, prior, metric, trials) -> dict:
         """{"theorem", "set_valued", "reason", "version"}: the split one-run theorem (Theorem 3.1 if eps-DP)."""
-        return bound_theorem(profile, metric, guesses_per_target(trials), getattr(prior, "domain_size", None),
-                             f"{SPLIT_THEOREM}, a-priori guesses z*",
-                             "Theorem 3.1 at the profile's eps (eps-DP), a-priori guesses z*")
+        return self.theorem_for(profile, metric, guesses_per_target(trials), getattr(prior, "domain_size", None))
+
+    def theorem_for(self, profile, metric, k: int, domain_size: int | None) -> dict:
+        """The theorem for k guesses per target scored by ``metric`` on a domain of ``domain_size`` values."""
+        return bound_theorem(profile, metric, k, domain_size, THEOREM, PURE_THEOREM)
 
     def params(self) -> dict:
         return {"bound": self.name}

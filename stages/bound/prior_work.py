@@ -147,7 +147,7 @@ def _inverse_blow_up(profile, *, refine: bool = False):
 
     g^{-1}(y) = inf{x : 1 - f(x) >= y}: if an event has probability y under one neighbour, it has
     probability at least g^{-1}(y) under the other. Closed forms for GDP and (eps, delta)-DP (what the
-    profile is comes from the profile: ``gdp_mu``, ``eps_delta_pairs``); any other profile goes through
+    profile is comes from the profile: ``gdp_mu``, or an ``ApproxDP``); any other profile goes through
     its delta(eps) curve (``_inverse_blow_up_from_delta``).
     """
     from .profiles import ApproxDP

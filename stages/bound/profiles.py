@@ -28,10 +28,6 @@ from scipy import optimize, special, stats
 from . import _validate
 
 
-#: The eps grid on which eps_delta_pairs samples a profile's curve.
-_EPS_GRID = np.concatenate([[0.0], np.geomspace(1e-3, 60.0, 241)])
-
-
 class PrivacyProfile(ABC):
     """A mechanism's privacy profile. Subclasses implement ``_delta`` on a float array and ``params``."""
 
@@ -100,13 +96,6 @@ class PrivacyProfile(ABC):
     def renyi_missing(self) -> str:
         """Why ``renyi`` is None, for the comparators that need it."""
         return f"needs a Renyi-DP or zCDP guarantee, which a {self.name} profile does not give"
-
-    def eps_delta_pairs(self, grid=None) -> list[tuple[float, float]]:
-        """(eps, delta) pairs the mechanism satisfies: its own point for (eps, delta)-DP, else a grid of its curve
-        (each pair is valid; comparators that need one (eps, delta) take the best over them)."""
-        grid = _EPS_GRID if grid is None else np.asarray(grid, dtype=float)
-        deltas = np.asarray(self.delta(grid), dtype=float)
-        return [(float(e), float(d)) for e, d in zip(grid, deltas) if d < 1.0]
 
     def epsilon(self, delta: float) -> float:
         """The smallest eps >= 0 with delta(eps) <= delta (inf if there is none)."""
@@ -207,9 +196,6 @@ class ApproxDP(PrivacyProfile):
     def renyi_missing(self) -> str:
         return (f"needs a Renyi-DP or zCDP guarantee, which (eps, delta)-DP with delta = {self.delta_!r} > 0 does not give"
                 if self.delta_ else super().renyi_missing())
-
-    def eps_delta_pairs(self, grid=None) -> list[tuple[float, float]]:
-        return [(float(self.eps), float(self.delta_))]
 
     def one_minus_tradeoff(self, alpha):
         """1 - f_{eps, delta}(alpha) = min(1, delta + e^eps alpha, 1 - e^-eps (1 - delta - alpha)), without cancellation."""

@@ -89,12 +89,6 @@ def pure_epsilon_of(profile) -> float | None:
 #: results computed under the paper's (invalid) one-run theorem can be told apart.
 SPLIT_THEOREM = "split one-run theorem (THEORY.md Thm 1)"
 SPLIT_THEOREM_VERSION = 2
-#: Why the paper's one-run theorem (and Steinke et al.'s Thm 5.2) is not used by this library.
-PAPER_ONE_RUN_REASON = (
-    "the paper's one-run theorem (thm:eps_bound_approx_comp / f_comp: Pr[S* >= v] + alpha n delta) and Steinke, "
-    "Nasr & Jagielski's Thm 5.2 are beaten by exact (eps, delta)-DP mechanisms for n >= 2 targets "
-    "(n = 2, (0, 0.1)-DP, uniform bits: 33/40 > 0.8; see stages/bound/THEORY.md)"
-)
 
 
 def _check_set_valued(set_valued) -> bool:
@@ -564,7 +558,7 @@ def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7, g
     probability (``collision``; None means 0, valid for every prior).
 
     This replaces the paper's thm:eps_bound_approx_comp / f_comp and Steinke, Nasr & Jagielski's
-    Thm 5.2, which exact DP mechanisms beat (PAPER_ONE_RUN_REASON). The J = 0 term is the additive
+    Thm 5.2, which exact DP mechanisms beat (THEORY.md, section 5). The J = 0 term is the additive
     form Pr[S* >= v] + m(eps); larger J spread the budget over the shortfall, which is the exact LP
     max Pr[S* + F >= v] over all couplings of S* with extra successes F, E[F] <= m.
 

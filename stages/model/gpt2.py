@@ -35,7 +35,7 @@ class HubModel(LanguageModel):
         return {"name_or_path": self.name_or_path, "tokenizer": self.tokenizer, "dtype": self.dtype}
 
     def _build(self):
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM
 
         source = str(Path(self.name_or_path).expanduser()) if Path(self.name_or_path).expanduser().exists() else self.name_or_path
         try:

@@ -23,7 +23,6 @@ import csv
 import hashlib
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
