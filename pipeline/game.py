@@ -41,6 +41,13 @@ __all__ = [
     "check_boxes",
     "play_trials",
     "played_trials_of",
+    "attacks_of",
+    "attack_labels",
+    "bind_mechanism",
+    "bound_of",
+    "game_stage",
+    "game_metrics",
+    "release_key",
     "trials_stage_config",
     "run_game",
     "run_job",
@@ -59,7 +66,11 @@ BOX_GROUPS = ("prior", "mechanism", "attack", "metric", "bound")
 FALLBACK_DELTA = 1e-5
 # Bump when the way trials are played changes, so old cached trials are not reused.
 # 2: the baseline z* has the attack's k; trials keep grouped prior successes; data files are hashed.
-TRIALS_STAGE_VERSION = 2
+# 3: one engine: per-trial laws (records kept), attack variants, the release and the attack's prepare cached.
+TRIALS_STAGE_VERSION = 3
+# The per-trial release and attack stages (pipeline.game.release_key, _guess).
+RELEASE_STAGE_VERSION = 1
+ATTACK_STAGE_VERSION = 1
 # Without a terminal for a progress bar, long loops log a line at most this often (and at the end).
 PROGRESS_INTERVAL_S = 10.0
 # Config keys that say where data files are, not what they hold: the files' hashes replace them in stage keys.
@@ -207,6 +218,13 @@ def _drop_data_locations(config: Any) -> Any:
     return config
 
 
+def _drop_stage_key_defaults(config: Any, box: Any) -> Any:
+    defaults = getattr(type(box), "STAGE_KEY_DEFAULTS", None)
+    if not isinstance(config, Mapping) or not isinstance(defaults, Mapping):
+        return config
+    return {k: v for k, v in config.items() if not (k in defaults and v == defaults[k])}
+
+
 def trials_stage_config(cfg: DictConfig, seed: int, trials: int, boxes: Boxes | None = None) -> dict:
     """What determines the played trials: the four game boxes, the contents of the data files they read
     (size and SHA-256, not where they lie), the seed, the number of trials and whether per-target
@@ -217,6 +235,9 @@ def trials_stage_config(cfg: DictConfig, seed: int, trials: int, boxes: Boxes | 
         # A box that lists its data files is keyed by their contents instead of by where they lie.
         game = {group: _drop_data_locations(config) if callable(getattr(getattr(boxes, group), "data_files", None))
                 else config for group, config in game.items()}
+        # A setting added to a box after artifacts were cached is left out at its default (the box's
+        # STAGE_KEY_DEFAULTS), so the key stays the one from before the setting existed.
+        game = {group: _drop_stage_key_defaults(config, getattr(boxes, group)) for group, config in game.items()}
     config = {
         "stage": "trials",
         "version": TRIALS_STAGE_VERSION,
@@ -234,22 +255,108 @@ def trials_stage_config(cfg: DictConfig, seed: int, trials: int, boxes: Boxes | 
     return config
 
 
-def play_trials(boxes: Boxes, seed: int, trials: int, *, per_target: bool = False) -> dict[str, np.ndarray]:
-    """Play `trials` rounds of Algorithm 1; every trial draws from its own child of SeedSequence(seed).
+def attacks_of(attack) -> dict[str, Any]:
+    """{label: attack}: the attack box itself (under its label, else its name) and its variants(), all scored
+    on the same release of every trial."""
+    primary = str(getattr(attack, "label", None) or getattr(attack, "name", type(attack).__name__))
+    out = {primary: attack}
+    variants = attack.variants() if callable(getattr(attack, "variants", None)) else {}
+    for label, variant in variants.items():
+        if str(label) in out:
+            raise ConfigError(f"attack variants must have distinct names, got {label!r} twice; drop it from the "
+                              f"attack's variants.")
+        out[str(label)] = variant
+    return out
 
-    Returns attack_successes (R,), prior_successes (R,) of the a-priori guess z* (with the attack's
-    number of guesses per target k, under the same metric) on the same X, k, and the prior success
-    p_i = Pr_{X ~ D_i}[l_i(X, z_i) = 1] of the attack's guesses grouped per trial (p_values, p_counts,
-    p_offsets: see played_trials_of). With per_target also guesses (R, n, k) and
-    attack_prior_success (R, n).
+
+def bind_mechanism(mechanism, prior):
+    """The mechanism bound to what the prior's records look like (for_prior: a table's domain and known columns)."""
+    return mechanism.for_prior(prior) if callable(getattr(mechanism, "for_prior", None)) else mechanism
+
+
+def _records_digest(X) -> str:
+    import hashlib
+
+    x = np.ascontiguousarray(np.asarray(X))
+    return hashlib.sha256(repr((x.shape, str(x.dtype))).encode() + x.tobytes()).hexdigest()
+
+
+def release_key(mechanism, config: Mapping | None, X, seed, trial: int) -> tuple[str, dict]:
+    """(stage, key) of trial `trial`'s release: the mechanism's own key (release_stage) if it has one, else its
+    parameters as bound to the prior, the records' SHA-256, the seed and the trial (the mechanism's seed is
+    child `trial` of SeedSequence(seed), so the key determines the release)."""
+    if callable(getattr(mechanism, "release_stage", None)):
+        return mechanism.release_stage(dict(config or {}), X, seed, trial)
+    return "release", {"stage": "release", "version": RELEASE_STAGE_VERSION, "mechanism": plain(mechanism.params()),
+                       "records": _records_digest(X), "seed": plain(seed), "trial": int(trial)}
+
+
+def _release(mechanism, config, X, seed, trial: int, rng_seed, cache: StageCache | None):
+    """Trial `trial`'s release a = M(X), through the cache's release stage when the mechanism asks for it
+    (cache_release: a DP-SGD training, a table's marginals); returns (a, its key)."""
+    stage, key = release_key(mechanism, config, X, seed, trial)
+    if cache is None or not getattr(mechanism, "cache_release", False):
+        return mechanism.release(X, np.random.default_rng(rng_seed)), key
+    to_arrays = getattr(mechanism, "release_arrays", None) or (lambda a: {"release": np.asarray(a)})
+    from_arrays = getattr(mechanism, "release_from_arrays", None) or (lambda arrays: arrays["release"])
+
+    def compute(directory: Path) -> None:
+        save_arrays(directory, **to_arrays(mechanism.release(X, np.random.default_rng(rng_seed))))
+
+    return from_arrays(load_arrays(cache.get_or_compute(stage, key, compute))), key
+
+
+def _guess(attack, a, law, mechanism, metric, key: dict, cache: StageCache | None) -> np.ndarray:
+    """z = attack.guess(...); an attack with a metric-free expensive step (prepare) has it cached per trial,
+    keyed by the release, the attack's settings and the law, so other metrics, target columns and bounds reuse it."""
+    if not callable(getattr(attack, "prepare", None)):
+        return np.asarray(attack.guess(a, law, mechanism, metric))
+    if cache is None:
+        prepared = attack.prepare(a, law, mechanism)
+    else:
+        config = {"stage": "attack", "version": ATTACK_STAGE_VERSION, "release": key,
+                  "attack": plain(attack.prepare_key()), "law": plain(law.key()) if hasattr(law, "key") else None}
+
+        def compute(directory: Path) -> None:
+            save_arrays(directory, prepared=attack.prepare(a, law, mechanism))
+
+        prepared = load_arrays(cache.get_or_compute("attack", config, compute))["prepared"]
+    return np.asarray(attack.decide(prepared, law, metric))
+
+
+def _variant_key(label: str, name: str) -> str:
+    return f"variant__{label}__{name}"
+
+
+def play_trials(boxes: Boxes, seed, trials: int, *, per_target: bool = False, cache: StageCache | None = None,
+                mechanism_config: Mapping | None = None) -> dict[str, np.ndarray]:
+    """Play `trials` rounds of Algorithm 1, the one trial loop of the project; every trial draws from its own
+    child of SeedSequence(seed) (seed: an int, or a list of ints for a second game of the same job).
+
+    Per trial: X ~ prior, the trial's law = prior.for_trial(X) (the prior itself unless it depends on the
+    records), a = M(X) (a cached stage when the mechanism asks), then the attack and each of its variants guess
+    and are scored by law.score, and the baseline z* = law.a_priori_guess (as many guesses per target as the
+    attack, same metric) is scored on the same X. Returns, for the attack: attack_successes (R,),
+    prior_successes (R,), prior_expected (R,) = sum_i p*_i, k, n_targets and the prior success p_i of its
+    guesses grouped per trial (p_values, p_counts, p_offsets: see played_trials_of); for every variant the
+    same under variant__<label>__*, and attack_labels; per-trial numbers the attacks and the release report
+    (observed__<label>__<key>, release__<key>); for a per-trial law the records (R, N, d), from which the
+    bound rebuilds each trial's law. With per_target also guesses (R, n, k) and attack_prior_success (R, n).
     """
-    prior, mechanism, attack, metric = boxes.prior, boxes.mechanism, boxes.attack, boxes.metric
-    attack_successes = np.zeros(trials, dtype=np.int64)
+    prior, attack, metric = boxes.prior, boxes.attack, boxes.metric
+    mechanism = bind_mechanism(boxes.mechanism, prior)
+    attacks = attacks_of(attack)
+    labels = list(attacks)
+    per_trial_law = bool(getattr(prior, "per_trial", False))
+    successes = {label: np.zeros(trials, dtype=np.int64) for label in labels}
+    groups: dict[str, list] = {label: [] for label in labels}
+    observed: dict[str, list] = {}
+    release_info: dict[str, list] = {}
     prior_successes = np.zeros(trials, dtype=np.int64)
-    groups: list[tuple[np.ndarray, np.ndarray]] = []
-    guesses, attack_prior_success = [], []
+    prior_expected = np.zeros(trials, dtype=float)
+    records, guesses, attack_prior_success = [], [], []
     k = guesses_per_target(attack)
-    z_star = None
+    fixed_star = None
     progress = Progress(trials, "trials")
     try:
         root = np.random.SeedSequence(seed)
@@ -258,45 +365,75 @@ def play_trials(boxes: Boxes, seed: int, trials: int, *, per_target: bool = Fals
             child = root.spawn(1)[0]
             data_seed, mechanism_seed = child.spawn(2)
             X = prior.sample(np.random.default_rng(data_seed), prior.n_targets)
-            a = mechanism.release(X, np.random.default_rng(mechanism_seed))
-            z = np.asarray(attack.guess(a, prior, mechanism, metric))
-            if z.ndim == 1:
-                z = z[:, None]
-            if k is None:
-                k = int(z.shape[1])
-            if z_star is None:
-                # The baseline guesses as often per target as the attack does.
-                z_star = np.asarray(prior.a_priori_guess(metric, k))
-            attack_successes[t] = int(np.sum(metric.score(X, z)))
-            prior_successes[t] = int(np.sum(metric.score(X, z_star)))
-            p = np.asarray(prior.success_probability(z, metric), dtype=float)
-            groups.append(group_prior_success(p))
-            if per_target:
-                guesses.append(z.astype(np.int64))
-                attack_prior_success.append(p)
+            law = prior.for_trial(X)
+            a, key = _release(mechanism, mechanism_config, X, seed, t, mechanism_seed, cache)
+            if callable(getattr(mechanism, "release_info", None)):
+                for name, value in mechanism.release_info(a).items():
+                    release_info.setdefault(name, []).append(value)
+            for label, att in attacks.items():
+                z = _guess(att, a, law, mechanism, metric, key, cache)
+                if z.ndim == 1:
+                    z = z[:, None]
+                if k is None:
+                    k = int(z.shape[1])
+                successes[label][t] = int(np.sum(law.score(X, z, metric)))
+                p = np.asarray(law.success_probability(z, metric), dtype=float)
+                groups[label].append(group_prior_success(p))
+                if callable(getattr(att, "observed", None)):
+                    for name, value in att.observed().items():
+                        observed.setdefault(_variant_key(label, name), []).append(np.nan if value is None else value)
+                if per_target and label == labels[0]:
+                    guesses.append(z.astype(np.int64))
+                    attack_prior_success.append(p)
+            # The baseline guesses as often per target as the attack does, under the same metric.
+            if per_trial_law or fixed_star is None:
+                z_star = np.asarray(law.a_priori_guess(metric, k))
+                star = (z_star, float(np.sum(law.success_probability(z_star, metric))))
+                fixed_star = None if per_trial_law else star
+            else:
+                star = fixed_star
+            prior_successes[t] = int(np.sum(law.score(X, star[0], metric)))
+            prior_expected[t] = star[1]
+            if per_trial_law:
+                records.append(np.asarray(X))
             progress.step()
     finally:
         progress.close()
-    summary = PlayedTrials.from_groups(groups, k, int(prior.n_targets))
-    played = {
-        "attack_successes": attack_successes,
-        "prior_successes": prior_successes,
-        "k": np.asarray(summary.k, dtype=np.int64),
-        "n_targets": np.asarray(summary.n_targets, dtype=np.int64),
-        "p_values": summary.values,
-        "p_counts": summary.counts,
-        "p_offsets": summary.offsets,
-    }
+    n = int(prior.n_targets)
+    played = {"attack_labels": np.asarray(labels), "prior_successes": prior_successes, "prior_expected": prior_expected,
+              "k": np.asarray(k, dtype=np.int64), "n_targets": np.asarray(n, dtype=np.int64)}
+    for index, label in enumerate(labels):
+        summary = PlayedTrials.from_groups(groups[label], k, n)
+        arrays = {"attack_successes": successes[label], "p_values": summary.values, "p_counts": summary.counts,
+                  "p_offsets": summary.offsets}
+        played.update(arrays if index == 0 else {_variant_key(label, name): v for name, v in arrays.items()})
+    played.update({f"observed__{name.split('__', 1)[1]}": np.asarray(v, dtype=float) for name, v in observed.items()})
+    played.update({f"release__{name}": np.asarray(v) for name, v in release_info.items()})
+    if per_trial_law:
+        played["records"] = np.stack(records)
     if per_target:
         played["guesses"] = np.stack(guesses)
         played["attack_prior_success"] = np.stack(attack_prior_success)
     return played
 
 
-def played_trials_of(played: Mapping[str, np.ndarray]) -> PlayedTrials:
-    """The PlayedTrials (stages.bound.box) of play_trials' arrays: what the bound boxes take."""
-    return PlayedTrials(k=int(played["k"]), n_targets=int(played["n_targets"]), values=played["p_values"],
-                        counts=played["p_counts"], offsets=played["p_offsets"])
+def attack_labels(played: Mapping[str, np.ndarray]) -> list[str]:
+    """The labels of the attack and its variants in play_trials' arrays (the attack first)."""
+    return [str(v) for v in played["attack_labels"]] if "attack_labels" in played else ["attack"]
+
+
+def _variant_arrays(played: Mapping[str, np.ndarray], label: str | None) -> Mapping[str, np.ndarray]:
+    if label is None or label == attack_labels(played)[0]:
+        return played
+    prefix = f"variant__{label}__"
+    return {**played, **{name[len(prefix):]: v for name, v in played.items() if name.startswith(prefix)}}
+
+
+def played_trials_of(played: Mapping[str, np.ndarray], label: str | None = None) -> PlayedTrials:
+    """The PlayedTrials (stages.bound.box) of play_trials' arrays for the attack (or its variant `label`)."""
+    arrays = _variant_arrays(played, label)
+    return PlayedTrials(k=int(played["k"]), n_targets=int(played["n_targets"]), values=arrays["p_values"],
+                        counts=arrays["p_counts"], offsets=arrays["p_offsets"])
 
 
 def privacy_of(mechanism) -> dict:
@@ -349,86 +486,159 @@ def exceed_fractions(attack_successes, bound: Mapping[str, Any] | None) -> dict[
     return {c: _exceed_fraction(np.asarray(attack_successes), counts) for c, counts in bound.items()}
 
 
-def compute_metrics(cfg: DictConfig, cache: StageCache | None = None) -> tuple[dict, dict[str, np.ndarray], Boxes]:
-    """Validate, build the boxes, play (or reuse) the trials and compute the bound: the job's numbers."""
-    seed, trials, confidences = check_run_settings(cfg)
-    per_target = save_per_target(cfg)
-    from pipeline import preflight
+def _single_trial(summary: PlayedTrials, r: int) -> PlayedTrials:
+    return PlayedTrials.from_groups([summary.groups(r)], summary.k, summary.n_targets)
 
-    preflight.estimate_job(cfg, trials, per_target)  # logs the job's size; refuses what cannot fit in memory
-    boxes = build_boxes(cfg)
-    check_boxes(boxes)
-    preflight.check_profile(cfg, boxes)  # a mechanism without a valid profile is refused before any trial
-    if cache is not None and callable(getattr(boxes.prior, "use_cache", None)):
-        boxes.prior.use_cache(cache.get_or_compute)  # an expensive prior (LM scores) is a stage of its own
 
-    def compute(directory: Path) -> None:
-        save_arrays(directory, **play_trials(boxes, seed, trials, per_target=per_target))
+def bound_of(boxes: Boxes, summary: PlayedTrials, confidences: np.ndarray, laws: list | None = None) -> dict:
+    """The bound box's counts for one attack's played trials: {"bound", "per_trial", "theorem"}.
 
-    try:
-        files = data_fingerprints(boxes.as_dict())
-        stage_config = trials_stage_config(cfg, seed, trials, boxes)
-        if cache is None:
-            played = play_trials(boxes, seed, trials, per_target=per_target)
-            trials_stage = {"key": None, "reused": False}
-        else:
-            computed_before = len(cache.computed)
-            artifact = cache.get_or_compute("trials", stage_config, compute)
-            played = load_arrays(artifact)
-            trials_stage = {"key": artifact.name, "reused": len(cache.computed) == computed_before}
-            log.info("stage trials %s: %s", "reused" if trials_stage["reused"] else "computed", artifact)
-        summary = played_trials_of(played)
-        privacy = privacy_of(boxes.mechanism)
-        bound = per_trial = theorem = None
-        if privacy["private"]:
-            bound_args = (boxes.mechanism.profile, boxes.prior, boxes.metric, summary, confidences)
-            bound = boxes.bound.compute(*bound_args)
-            # Bounds conditional on the release (pure_dp) also give one count per trial.
-            per_trial = boxes.bound.compute_per_trial(*bound_args) if hasattr(boxes.bound, "compute_per_trial") else None
-            # Which theorem the box used and why (stages.bound.box.bound_theorem): every output that shows
-            # a bound number names it.
-            theorem = boxes.bound.theorem(*bound_args[:4]) if hasattr(boxes.bound, "theorem") else None
-            if theorem is not None:
-                log.info("bound theorem: %s (set-valued success: %s; %s)", theorem["theorem"], theorem["set_valued"],
-                         theorem["reason"])
-        else:
-            log.info("not private: %s; no epsilon, no bound", privacy["reason"])
-    except (ValueError, FileNotFoundError) as exc:
-        raise ConfigError(str(exc).strip().splitlines()[0]) from exc
+    A fixed prior: bound.compute once (and compute_per_trial for bounds conditional on the release). Per-trial
+    laws (prior.per_trial, e.g. BayNet given each trial's known columns): the box runs on each trial's law and
+    its trial alone, so "bound" holds one count per trial (as the paper's tabular appendix bounds each trial).
+    """
+    profile, metric, box = boxes.mechanism.profile, boxes.metric, boxes.bound
+    if laws is None:
+        args = (profile, boxes.prior, metric, summary, confidences)
+        bound = box.compute(*args)
+        per_trial = box.compute_per_trial(*args) if hasattr(box, "compute_per_trial") else None
+        theorem = box.theorem(*args[:4]) if hasattr(box, "theorem") else None
+    else:
+        counts = [box.compute(profile, law, metric, _single_trial(summary, r), confidences) for r, law in enumerate(laws)]
+        bound = {c: [int(np.max(np.atleast_1d(one[c]))) for one in counts] for c in counts[0]}
+        per_trial = None
+        theorem = box.theorem(profile, laws[0], metric, _single_trial(summary, 0)) if hasattr(box, "theorem") else None
+    return {"bound": bound, "per_trial": per_trial, "theorem": theorem}
 
-    bound_counts = _bound_counts(bound, confidences) if bound is not None else None
-    per_trial_counts = _bound_counts(per_trial, confidences) if per_trial is not None else None
-    attack_successes = played["attack_successes"]
+
+def _attack_metrics(played: Mapping[str, np.ndarray], label: str, summary: PlayedTrials, bound: dict | None,
+                    confidences: np.ndarray) -> dict:
+    """One attack's (or variant's) numbers for metrics.json: successes, prior success of its guesses, its bound
+    with the theorem, and how often it exceeded the bound at every confidence."""
+    arrays = _variant_arrays(played, label)
+    successes = np.asarray(arrays["attack_successes"])
+    out = {"successes": successes.tolist(), "success_mean": float(np.mean(successes)),
+           "prior_success_mean": float(np.mean(summary.sums()))}
+    if bound is not None:
+        counts = _bound_counts(bound["bound"], confidences)
+        per_trial = _bound_counts(bound["per_trial"], confidences) if bound["per_trial"] is not None else None
+        out.update(bound=counts, bound_theorem=bound["theorem"],
+                   exceed=exceed_fractions(successes, per_trial if per_trial is not None else counts),
+                   **({"bound_per_trial": per_trial} if per_trial is not None else {}))
+    else:
+        out.update(bound=None, bound_theorem=None, exceed=None)
+    prefix = f"observed__{label}__"
+    observed = {name[len(prefix):]: plain(v) for name, v in played.items() if name.startswith(prefix)}
+    if observed:
+        out["observed"] = observed
+    return out
+
+
+def game_stage(cfg: DictConfig, boxes: Boxes, seed, trials: int, cache: StageCache | None, *,
+               per_target: bool = False) -> tuple[dict[str, np.ndarray], dict]:
+    """The played trials of cfg's boxes: through the cache's `trials` stage (keyed by the four game boxes, the
+    data files' contents, the seed and the trials), or played now without a cache. Returns (arrays, stage info)."""
+    mechanism_config = OmegaConf.to_container(cfg.mechanism, resolve=True)
+
+    def play() -> dict[str, np.ndarray]:
+        return play_trials(boxes, seed, trials, per_target=per_target, cache=cache, mechanism_config=mechanism_config)
+
+    if cache is None:
+        return play(), {"key": None, "reused": False}
+    computed_before = len(cache.computed)
+    artifact = cache.get_or_compute("trials", trials_stage_config(cfg, seed, trials, boxes),
+                                    lambda directory: save_arrays(directory, **play()))
+    reused = not any(stage == "trials" for stage, _ in cache.computed[computed_before:])
+    log.info("stage trials %s: %s", "reused" if reused else "computed", artifact)
+    return load_arrays(artifact), {"key": artifact.name, "reused": reused}
+
+
+def game_metrics(boxes: Boxes, played: Mapping[str, np.ndarray], confidences: np.ndarray, *, trials: int, seed,
+                 files: Mapping | None = None, stage: Mapping | None = None) -> dict:
+    """metrics.json of one game from its played trials: the attack and every variant scored against the
+    bound at every confidence, the prior baseline, the privacy guarantee (or why there is none)."""
+    labels = attack_labels(played)
+    summary = played_trials_of(played, labels[0])
+    privacy = privacy_of(boxes.mechanism)
+    laws = None
+    if "records" in played:  # per-trial laws: rebuilt from each trial's records
+        laws = [boxes.prior.for_trial(X) for X in played["records"]]
+    attacks = {}
+    for label in labels:
+        part = played_trials_of(played, label)
+        bound = bound_of(boxes, part, confidences, laws) if privacy["private"] else None
+        attacks[label] = _attack_metrics(played, label, part, bound, confidences)
+    main = attacks[labels[0]]
+    theorem = main["bound_theorem"]
+    if theorem is not None:
+        log.info("bound theorem: %s (set-valued success: %s; %s)", theorem["theorem"], theorem["set_valued"],
+                 theorem["reason"])
+    elif not privacy["private"]:
+        log.info("not private: %s; no epsilon, no bound", privacy["reason"])
     prior_successes = played["prior_successes"]
-    params = boxes.params()
+    release = {name[len("release__"):]: plain(v) for name, v in played.items() if name.startswith("release__")}
     metrics = {
-        "n_targets": int(boxes.prior.n_targets),
-        "trials": trials,
-        "seed": seed,
+        "n_targets": int(played["n_targets"]),
+        "trials": int(trials),
+        "seed": plain(seed),
         "boxes": boxes.names(),
         # The attack's guesses per target; the prior baseline z* makes as many, scored by the same metric.
         "k": summary.k,
         "baseline": {"guess": "z*", "k": summary.k, "metric": boxes.names()["metric"]},
-        "attack_successes": attack_successes.tolist(),
+        "attack_label": labels[0],
+        "attack_successes": main["successes"],
         "prior_successes": prior_successes.tolist(),
-        "attack_success_mean": float(np.mean(attack_successes)),
+        "attack_success_mean": main["success_mean"],
         "prior_success_mean": float(np.mean(prior_successes)),
-        "attack_prior_success_mean": float(np.mean(summary.sums())),
+        "attack_prior_success_mean": main["prior_success_mean"],
+        # sum_i p*_i, the expected successes of the baseline under the trial's law (per trial for a per-trial law)
+        "prior_expected_mean": float(np.mean(played["prior_expected"])) if "prior_expected" in played else None,
         "confidences": confidences.tolist(),
-        # confidence -> count; None for a non-private run (no privacy profile, so no bound).
-        "bound": bound_counts,
+        # confidence -> count (a list: one count per trial for a per-trial law); None for a non-private run.
+        "bound": main["bound"],
         # The theorem that produced the bound's numbers and why ({"theorem", "set_valued", "reason"}).
         "bound_theorem": theorem,
-        **({"bound_per_trial": per_trial_counts} if per_trial_counts is not None else {}),
+        **({"bound_per_trial": main["bound_per_trial"]} if "bound_per_trial" in main else {}),
         # confidence -> how often the attack exceeded the bound there (at most 1 - confidence in
         # expectation), against each trial's own bound where the bound is conditional on the release.
-        "exceed": exceed_fractions(attack_successes, per_trial_counts if per_trial_counts is not None else bound_counts),
+        "exceed": main["exceed"],
+        # Every attack scored on the same releases (the attack first, then its variants), each with its
+        # successes, its bound and exceedance at every confidence.
+        "attacks": attacks,
         "privacy": privacy,
         # Every box's parameters as built (a fitted Zipf exponent, a comparator's name, ...).
-        "params": params,
-        "data_files": files,
-        "stages": {"trials": trials_stage},
+        "params": boxes.params(),
+        "data_files": dict(files or {}),
+        "stages": {"trials": dict(stage or {"key": None, "reused": False})},
     }
+    if release:
+        metrics["release"] = release
+    return metrics
+
+
+def compute_metrics(cfg: DictConfig, cache: StageCache | None = None, *, seed=None) -> tuple[dict, dict[str, np.ndarray], Boxes]:
+    """Validate, build the boxes, play (or reuse) the trials and compute the bound: the job's numbers.
+
+    seed: the SeedSequence entropy instead of cfg.seed (a list of ints: a second game of the same job, e.g. the
+    idealized Gaussian beside DP-SGD)."""
+    cfg_seed, trials, confidences = check_run_settings(cfg)
+    seed = cfg_seed if seed is None else seed
+    per_target = save_per_target(cfg)
+    from pipeline import preflight
+
+    preflight.check_compatible(cfg)  # boxes that cannot play together: one sentence naming the pair, nothing built
+    preflight.estimate_job(cfg, trials, per_target)  # logs the job's size; refuses what cannot fit in memory
+    boxes = build_boxes(cfg)
+    if cache is not None and callable(getattr(boxes.prior, "use_cache", None)):
+        boxes.prior.use_cache(cache.get_or_compute)  # an expensive prior (LM scores, a BayNet fit) is a stage of its own
+    check_boxes(boxes)
+    preflight.check_profile(cfg, boxes)  # a mechanism without a valid profile is refused before any trial
+    try:
+        files = data_fingerprints(boxes.as_dict())
+        played, stage = game_stage(cfg, boxes, seed, trials, cache, per_target=per_target)
+        metrics = game_metrics(boxes, played, confidences, trials=trials, seed=seed, files=files, stage=stage)
+    except (ValueError, FileNotFoundError) as exc:
+        raise ConfigError(str(exc).strip().splitlines()[0]) from exc
     return metrics, played, boxes
 
 

@@ -17,12 +17,10 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationKeyError, OmegaConfBaseException
 
-__all__ = ["check_config", "check_profile", "estimate_job", "available_memory", "TABULAR_TARGETS"]
+__all__ = ["check_config", "check_compatible", "check_profile", "estimate_job", "available_memory"]
 
 log = logging.getLogger("pipeline.game")
 
-# The boxes of the tabular case study play only in its experiments (pipeline/experiments/tabular.py).
-TABULAR_TARGETS = ("stages.prior.baynet.", "stages.mechanism.noisy_marginals.", "stages.attack.rap.")
 # Peak memory of a game, measured (README, Outputs: 10^6 targets x 10 candidates peaks at ~970 MB): the
 # interpreter and libraries, about a dozen targets x candidates float arrays alive at once (the prior,
 # its CDF, the release, the posterior and its temporaries), and what each trial keeps.
@@ -53,22 +51,42 @@ def _class(target: str):
         return None
 
 
-def check_config(cfg: DictConfig) -> None:
-    """Refuse, before any box is built, boxes that cannot play together and a config that does not resolve."""
-    targets = {group: _target(cfg, group) for group in ("prior", "mechanism", "attack")}
-    tabular = [f"{group}={targets[group].split('.')[-2]}" for group in targets
-               if targets[group].startswith(TABULAR_TARGETS)]
-    if tabular:
-        from stages.prior.baynet import GENERIC_GAME_MESSAGE
+def _option(target: str) -> str:
+    """The config option a box's _target_ comes from (its module's name: stages.prior.baynet.X -> baynet)."""
+    return target.split(".")[-2] if target.count(".") >= 2 else target
 
-        raise _config_error(f"{', '.join(tabular)} cannot play in the generic game: {GENERIC_GAME_MESSAGE}")
-    attack, mechanism = _class(targets["attack"]), _class(targets["mechanism"])
+
+def check_compatible(cfg: DictConfig) -> None:
+    """Refuse, from the box classes alone (stages.protocols), a prior / mechanism / attack that cannot play
+    together, in one sentence naming the pair: a mechanism or an attack that needs another kind of record
+    than the prior gives, an attack that needs another mechanism."""
+    from stages.protocols import KINDS
+
+    targets = {group: _target(cfg, group) for group in ("prior", "mechanism", "attack")}
+    classes = {group: _class(target) for group, target in targets.items()}
+    prior = classes["prior"]
+    provides = getattr(prior, "provides", None) if prior is not None else None
+    for group in ("mechanism", "attack"):
+        box = classes[group]
+        needs = tuple(getattr(box, "needs_prior", ()) or ()) if box is not None else ()
+        if provides is not None and needs and provides not in needs:
+            wanted = " or ".join(KINDS.get(kind, kind) for kind in needs)
+            raise _config_error(
+                f"{group}={_option(targets[group])} cannot play with prior={_option(targets['prior'])}: it needs "
+                f"{wanted}, and the prior gives {KINDS.get(provides, provides)}; choose a {group} for that prior "
+                f"or another prior.")
+    attack, mechanism = classes["attack"], classes["mechanism"]
     needs = tuple(getattr(attack, "needs_mechanism", ()) or ()) if attack is not None else ()
     if mechanism is not None and needs and not all(hasattr(mechanism, name) for name in needs):
         fits = getattr(attack, "fits_mechanisms", "another mechanism")
         raise _config_error(
-            f"attack={targets['attack'].split('.')[-2]} cannot attack mechanism={targets['mechanism'].split('.')[-2]}: "
+            f"attack={_option(targets['attack'])} cannot attack mechanism={_option(targets['mechanism'])}: "
             f"it needs {fits}; choose one of those mechanisms or another attack (e.g. attack=prior_only).")
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Refuse, before any box is built, boxes that cannot play together and a config that does not resolve."""
+    check_compatible(cfg)
     try:
         OmegaConf.to_container(cfg, resolve=True)
     except InterpolationKeyError as exc:
@@ -133,7 +151,7 @@ def estimate_job(cfg: DictConfig, trials: int, per_target: bool = False) -> dict
     """
     prior = cfg.get("prior") or {}
     attack = cfg.get("attack") or {}
-    n = _int(prior.get("n_targets")) if OmegaConf.is_dict(prior) else None
+    n = _int(prior.get("n_targets", prior.get("n_records"))) if OmegaConf.is_dict(prior) else None
     m = _int(prior.get("domain_size")) if OmegaConf.is_dict(prior) else None
     k = (_int(attack.get("k")) if OmegaConf.is_dict(attack) else None) or 1
     matrix = float(n) * float(m) * 8 if n and m else 0.0

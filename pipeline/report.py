@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pipeline.io import bound_column, confidence_of_column, exceed_column, save_figure_atomic
 
 __all__ = ["collect", "write_csv", "plot", "report_figure", "main", "missing_jobs", "MISSING_JOBS"]
@@ -77,11 +79,22 @@ def _job_row(metrics_path: Path, root: Path) -> dict[str, Any]:
     confidences = metrics.get("confidences") or [float(c) for c in (metrics.get("bound") or {})]
     bound = metrics.get("bound") or {}
     exceed = metrics.get("exceed") or {}
+    per_trial = any(isinstance(v, list) for v in bound.values())
     for confidence in confidences:
         count = bound.get(repr(float(confidence)))
-        row[bound_column(confidence)] = (count if not isinstance(count, list) else max(count)) if private else None
+        row[bound_column(confidence)] = (count if not isinstance(count, list) else float(np.mean(count))) if private else None
+    # A per-trial law (prior=baynet) bounds each trial on its own records: the bound columns are means over trials.
+    row["bound_summary"] = "mean of one count per trial" if per_trial else "one count"
     for confidence in confidences:
         row[exceed_column(confidence)] = exceed.get(repr(float(confidence))) if private else None
+    # Every variant the game scored on the same releases (metrics.json "attacks"): its success and exceedance.
+    attacks = metrics.get("attacks") or {}
+    row["attack_label"] = metrics.get("attack_label", "")
+    for label, attack in list(attacks.items())[1:]:
+        row[f"{label}_success_mean"] = attack.get("success_mean")
+        for confidence in confidences:
+            row[f"{label}_{exceed_column(confidence)}"] = ((attack.get("exceed") or {}).get(repr(float(confidence)))
+                                                           if private else None)
     return row
 
 

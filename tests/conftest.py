@@ -19,16 +19,40 @@ settings.register_profile("advbounds", derandomize=True, deadline=None, print_bl
 settings.load_profile("advbounds")
 
 
-@pytest.fixture
-def compose_config(tmp_path):
-    """compose(overrides) -> the real composed config, with outputs (and the stage cache) under tmp_path."""
-    from hydra import compose, initialize_config_dir
+@pytest.fixture(scope="session")
+def hydra_app():
+    """The Hydra app over conf/, initialised once per session (config search path, repository, version base).
+
+    GlobalHydra is left as it was found (cleared): tests that call `initialize*` themselves or run the CLI
+    in-process (`@hydra.main`) start from a clean GlobalHydra, as they would without this fixture.
+    """
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
 
     from clitools import CONF_DIR
 
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return GlobalHydra.instance().hydra
+
+
+@pytest.fixture
+def compose_config(hydra_app, tmp_path):
+    """compose(overrides) -> the real composed config, with outputs (and the stage cache) under tmp_path.
+
+    Each call installs the session's Hydra app in GlobalHydra for the composition only and puts back
+    whatever was there before (usually nothing), so nothing leaks between tests.
+    """
+    from hydra import compose, version
+    from hydra.core.global_hydra import GlobalHydra
+
     def _compose(*overrides: str, return_hydra_config: bool = False):
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        gh = GlobalHydra.instance()
+        previous, gh.hydra = gh.hydra, hydra_app
+        version.setbase("1.3")
+        try:
             return compose("config", overrides=[f"outputs_dir={tmp_path / 'outputs'}", *overrides],
                            return_hydra_config=return_hydra_config)
+        finally:
+            gh.hydra = previous
 
     return _compose

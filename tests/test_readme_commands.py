@@ -22,6 +22,8 @@ README = REPO / "README.md"
 NOT_IN_CI = re.compile(r"\[not in CI: ([^\]]+)\]")
 JOBS = re.compile(r"#.*?\b(\d+) jobs\b")
 SMALL_GAME = ("prior.n_targets=20", "trials=2")
+# A tabular game is sized by its records, and its attack by its steps.
+SMALL_TABLE_GAME = ("prior.n_records=20", "attack.steps=50", "trials=2")
 # Boxes that load a language model, and experiments: composed only (--cfg job), never run here.
 COSTLY = re.compile(r"\bexperiment=|mechanism=dpsgd|prior=pii|model=(gpt2|smollm2)")
 
@@ -124,7 +126,8 @@ def test_readme_command_runs(line, code, comment, tmp_path, request):
             request.getfixturevalue("sweep_dir")  # the same sweep, run small
         return
     if module == "pipeline" and "--help" not in words and "--cfg" not in words:
-        words = words + ([outputs, "--cfg", "job"] if COSTLY.search(code) else [*SMALL_GAME, outputs])
+        small = SMALL_TABLE_GAME if "prior=baynet" in words else SMALL_GAME
+        words = words + ([outputs, "--cfg", "job"] if COSTLY.search(code) else [*small, outputs])
     result = _run(words, cwd=tmp_path)
     assert result.returncode == 0, f"README line {line}: {code}\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
     assert "Traceback" not in result.stderr

@@ -56,7 +56,7 @@ def _data_files(paths) -> list[dict]:
     from pipeline.cache import file_fingerprint
 
     files: list = []
-    for path in paths:
+    for path in dict.fromkeys(Path(p) for p in paths):  # each file once, in the order first read
         path = Path(path)
         members = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
         files.extend(file_fingerprint(p) for p in members if p.exists())
@@ -101,8 +101,8 @@ def run_task(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping
         # Like a game's metrics.json: the data files the job read (size and SHA-256), the stages it computed
         # or reused, and the number of trials as a number.
         metrics.setdefault("data_files", _data_files(RESOLVED_DATA[read_before:]))
-        metrics.setdefault("stages", {"computed": [[s, k] for s, k in cache.computed],
-                                      "reused": [[s, k] for s, k in cache.reused]})
+        metrics["stages"] = {**(metrics.get("stages") or {}), "computed": [[s, k] for s, k in cache.computed],
+                             "reused": [[s, k] for s, k in cache.reused]}
         if "trials" in cfg and "trials" not in metrics:
             metrics["trials"] = int(cfg.trials)
         write_json_atomic(output_dir / "metrics.json", metrics)

@@ -202,7 +202,9 @@ def resolve_laws(laws: Mapping[str, Mapping], cfg: DictConfig, cache) -> dict[st
         out[name] = {
             "law": "given", "probabilities": {c: float(summary[c]) for c in canaries},
             "source": (f"pii prior, model {model.get('model', type(prior.model).__name__)}, score {summary['score']}, "
-                       f"{summary['n_contexts']} contexts x {summary['n_candidates']} candidates"),
+                       f"{summary['n_contexts']} contexts x {summary['n_candidates']} candidates"
+                       + (f" (context copies dropped: {summary['n_contexts']} of {summary['n_contexts_sampled']} sampled)"
+                          if summary.get("context_copies") == "drop" else "")),
             "resolved_from": "pii", "summary": summary, "prior": prior.params(),
         }
     return out

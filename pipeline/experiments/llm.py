@@ -1,15 +1,15 @@
 """The LLM case study (paper Section 4): DP-SGD canaries with the Model Attack (Figure llm) and the PII prior's law.
 
 * `LLMCanaries`: one job per (prior, epsilon, clip norm, learning rate, epochs) — the sweep of
-  conf/experiment/llm_canaries.yaml. Each job plays `trials` games of Algorithm 1 with the
-  `dpsgd` mechanism (every trial's release, the (n, m) log-probabilities, is a cached stage keyed by
-  the model, the canaries' secrets, the trial's seed and the hyperparameters), records the Model
-  Attack (prior x model), beside it the model-only guess and the Model Attack with its temperature
-  fitted to the release without the secrets (stages.attack.model_attack), the prior-only baseline, the bound box's
-  counts for the DP-SGD profile, and the idealized Gaussian Bayes-optimal attack on the same prior at
-  the same epsilon (Appendix D; cheap, played in the job). Every bound number comes with the name of the
-  theorem that produced it (`bound_theorem`), and the exceedance of the bound at every confidence is
-  reported for every attack variant (`exceed_<c>`, `model_only_exceed_<c>`, `fitted_exceed_<c>`).
+  conf/experiment/llm_canaries.yaml. Each job is one game of the engine (pipeline.game.compute_metrics) with
+  the `dpsgd` mechanism (every trial's release, the (n, m) log-probabilities, is the game's cached release
+  stage, keyed by the model, the canaries' secrets, the trial's seed and the hyperparameters), the Model
+  Attack (prior x model) and its variants scored on the same releases (attack.variants: the model-only guess,
+  and the Model Attack with its temperature fitted to the release without the secrets; see
+  stages.attack.model_attack), each with its successes, its bound and its exceedance at every confidence,
+  and a second game of the engine: the idealized Gaussian Bayes-optimal attack on the same prior at the same
+  epsilon (Appendix D; `ideal_config`, its own seeds). The task only turns the two games' metrics into the
+  figure's row. Every bound number comes with the name of the theorem that produced it (`bound_theorem`).
   The report keeps, per (prior, epsilon), the hyperparameters with the best mean Model-Attack success
   *on the selection half* of the trials (trials 0, 2, 4, ...) and reports that setting's success on the
   other half (`heldout_*`), so the choice does not use the secrets it is scored on; with one trial per
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from pipeline.experiments.common import Task, attach_stage_cache, finish, grid, group_rows, mean_interval, panel, subplots
 
@@ -35,7 +35,6 @@ __all__ = ["LLMCanaries", "PIILaw", "attach_stage_cache"]
 
 log = logging.getLogger(__name__)
 
-RELEASE_STAGE_VERSION = 1
 #: The confidences every LLM job reports (the figure's bound band and lines).
 LEVELS = (0.05, 0.5, 0.95)
 
@@ -61,117 +60,74 @@ class LLMCanaries(Task):
     represented = ("prior", "mechanism.epsilon", "mechanism.clip_norm", "mechanism.learning_rate", "mechanism.epochs")
     plays_games = True
 
-    def __init__(self, ci_level: float = 0.95, ideal_trials: int = 200, keep_checkpoint: bool = False,
-                 threads: int | None = None) -> None:
+    def __init__(self, ci_level: float = 0.95, ideal_trials: int = 200, threads: int | None = None) -> None:
         from stages.bound import _validate
 
         self.ci_level = float(_validate.probability("ci_level", ci_level, open_low=True, open_high=True))
         self.ideal_trials = _validate.integer("ideal_trials", ideal_trials, minimum=1)
-        self.keep_checkpoint = bool(keep_checkpoint)
         self.threads = None if threads is None else _validate.integer("threads", threads, minimum=1)
 
-    def _release_config(self, cfg: DictConfig, mechanism, X: np.ndarray, trial: int, seed: int) -> dict:
+    def ideal_config(self, cfg: DictConfig, epsilon: float, delta: float) -> DictConfig:
+        """The idealized Gaussian game at the job's prior and epsilon: mechanism=gaussian (the same delta) and
+        attack=bayes_optimal with the Model Attack's k, `ideal_trials` trials (Appendix D)."""
         from omegaconf import OmegaConf
 
-        mech_cfg = OmegaConf.to_container(cfg.mechanism, resolve=True)
-        mech_cfg.pop("model", None)
-        return {"stage": "dpsgd_release", "version": RELEASE_STAGE_VERSION, "model": mechanism.model.identity(),
-                "mechanism": mech_cfg, "noise_multiplier": mechanism.noise_multiplier, "secrets": X.tolist(),
-                "seed": seed, "trial": trial, "keep_checkpoint": self.keep_checkpoint}
+        ideal = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+        ideal.pop("task", None)
+        ideal.mechanism = {"_target_": "stages.mechanism.gaussian.GaussianMechanism", "mu": None,
+                           "epsilon": float(epsilon), "delta": float(delta), "domain_size": int(cfg.prior.domain_size)}
+        ideal.attack = {"_target_": "stages.attack.bayes_optimal.BayesOptimalAttack", "k": int(cfg.attack.k)}
+        ideal.trials = self.ideal_trials
+        return ideal
 
     def run(self, cfg, output_dir, cache, logger) -> dict:
-        from pipeline.cache import load_arrays, save_arrays
-        from pipeline.game import ConfigError, Progress, build_boxes, check_run_settings
-        from stages.attack.bayes_optimal import BayesOptimalAttack
-        from stages.mechanism.dpsgd import DPSGDFineTuning
-        from stages.mechanism.gaussian import GaussianMechanism
+        from pipeline.game import ConfigError, check_run_settings, compute_metrics
+        from pipeline.io import bound_column, exceed_column
 
         _set_threads(self.threads)
         seed, trials, confidences = check_run_settings(cfg)
         for level in LEVELS:
             if level not in [float(c) for c in confidences]:
                 raise ConfigError(f"confidences must include 0.05, 0.5 and 0.95 for {self.name}, got {list(confidences)}.")
-        boxes = build_boxes(cfg)
-        prior, mechanism, attack, metric = boxes.prior, boxes.mechanism, boxes.attack, boxes.metric
-        if not isinstance(mechanism, DPSGDFineTuning) or not hasattr(attack, "model_only_guess"):
+        if not str(OmegaConf.select(cfg, "mechanism._target_", default="")).endswith("DPSGDFineTuning") or \
+                "model_attack" not in str(OmegaConf.select(cfg, "attack._target_", default="")):
             raise ConfigError(f"experiment {self.name} needs mechanism=dpsgd and attack=model_attack, got "
-                              f"{boxes.names()['mechanism']} and {boxes.names()['attack']}.")
-        attach_stage_cache(prior, cache)
-        k = attack.k
-        z_star = np.asarray(prior.a_priori_guess(metric, k))
-        from stages.attack.model_attack import ModelAttack
-
-        # Beside the configured attack: the same attack with the temperature fitted to each release (no secrets).
-        fitted_attack = ModelAttack(k, "fit")
-        attack_s, model_only_s, prior_s, guesses, fitted_s, temperatures = [], [], [], [], [], []
-        progress = Progress(trials, f"{self.name}: DP-SGD trainings")
-        try:
-            for t, child in enumerate(np.random.SeedSequence(seed).spawn(trials)):
-                data_seed, mechanism_seed = child.spawn(2)
-                X = prior.sample(np.random.default_rng(data_seed), prior.n_targets)
-
-                def compute(directory: Path, X=X, mechanism_seed=mechanism_seed) -> None:
-                    a = mechanism.release(X, np.random.default_rng(mechanism_seed))
-                    rows = mechanism.last_rows if self.keep_checkpoint else {}
-                    save_arrays(directory, release=a, **rows)
-
-                config = self._release_config(cfg, mechanism, X, t, seed)
-                a = load_arrays(cache.get_or_compute("dpsgd_release", config, compute))["release"]
-                z = np.asarray(attack.guess(a, prior, mechanism, metric))
-                attack_s.append(int(metric.score(X, z).sum()))
-                model_only_s.append(int(metric.score(X, attack.model_only_guess(a, prior, metric)).sum()))
-                fitted_s.append(int(metric.score(X, fitted_attack.guess(a, prior, mechanism, metric)).sum()))
-                temperatures.append(fitted_attack.last_temperature)
-                prior_s.append(int(metric.score(X, z_star).sum()))
-                guesses.append(z)
-                progress.step()
-        finally:
-            progress.close()
-        guesses = np.stack(guesses)
-        from pipeline.io import bound_column, exceed_column
-
-        profile = mechanism.profile
-        private = profile is not None
+                              f"{OmegaConf.select(cfg, 'mechanism._target_')} and {OmegaConf.select(cfg, 'attack._target_')}.")
+        # The DP-SGD game: one game of the engine, its releases (trainings) a cached stage; the Model Attack and
+        # its variants (model_only, fitted) scored on the same releases.
+        game, _, boxes = compute_metrics(cfg, cache)
+        mechanism = boxes.mechanism
         privacy = mechanism.privacy()
-        n = int(prior.n_targets)
-        bound = theorem = ideal_bound = ideal_theorem = None
-        ideal_s: list[int] = []
+        private = game["privacy"]["private"]
+        ideal = None
         if private:
-            bound = {float(c): v for c, v in boxes.bound.compute(profile, prior, metric, guesses, confidences).items()}
-            theorem = boxes.bound.theorem(profile, prior, metric, guesses)
-
-            # The idealized Gaussian at the same epsilon and prior (Bayes-optimal attack): the ceiling.
-            ideal = GaussianMechanism(epsilon=mechanism.epsilon or privacy["epsilon_replace_one"],
-                                      delta=mechanism.delta, domain_size=prior.domain_size)
-            ideal_attack = BayesOptimalAttack(k)
-            ideal_guesses = []
-            for child in np.random.SeedSequence([seed, 1]).spawn(self.ideal_trials):
-                data_seed, mechanism_seed = child.spawn(2)
-                X = prior.sample(np.random.default_rng(data_seed), prior.n_targets)
-                z = ideal_attack.guess(ideal.release(X, np.random.default_rng(mechanism_seed)), prior, ideal, metric)
-                ideal_s.append(int(metric.score(X, z).sum()))
-                ideal_guesses.append(z)
-            ideal_bound = {float(c): v for c, v in
-                           boxes.bound.compute(ideal.profile, prior, metric, np.stack(ideal_guesses), confidences).items()}
-            ideal_theorem = boxes.bound.theorem(ideal.profile, prior, metric, np.stack(ideal_guesses))
+            # The idealized Gaussian at the same epsilon and prior (Bayes-optimal attack): a second game of the
+            # engine with its own seeds (SeedSequence([seed, 1])).
+            epsilon = mechanism.epsilon if mechanism.epsilon is not None else privacy["epsilon_replace_one"]
+            ideal, _, _ = compute_metrics(self.ideal_config(cfg, epsilon, mechanism.delta), cache, seed=[seed, 1])
         else:
             log.info("%s: not private (%s): no epsilon, no bound, no idealized Gaussian", self.name, privacy["reason"])
+        n = int(game["n_targets"])
+        attacks = game["attacks"]
+        main = attacks[game["attack_label"]]
 
-        def exceed(successes) -> dict[str, float | None]:
-            return {f"{c:g}": (float(np.mean(np.asarray(successes) > np.asarray(bound[c]))) if private else None)
-                    for c in LEVELS}
+        def exceed(label) -> dict:
+            values = (attacks.get(label) or {}).get("exceed") or {}
+            return {c: values.get(repr(c)) for c in LEVELS}
 
+        attack_s = main["successes"]
         mean, low, high = mean_interval(attack_s, self.ci_level, bounds=(0, n))
-        ideal_mean, ideal_low, ideal_high = (mean_interval(ideal_s, self.ci_level, bounds=(0, n)) if private
-                                             else (None, None, None))
+        ideal_mean, ideal_low, ideal_high = (mean_interval(ideal["attack_successes"], self.ci_level, bounds=(0, n))
+                                             if ideal else (None, None, None))
         # Hyperparameter selection (the report's best setting per prior and epsilon) uses the even trials,
         # the reported success the odd ones, so the pick never sees the secrets it is scored on.
         select, heldout = attack_s[0::2], attack_s[1::2]
         held_mean, held_low, held_high = (mean_interval(heldout, self.ci_level, bounds=(0, n)) if heldout
                                           else (None, None, None))
-        exceeded = {"model_attack": exceed(attack_s), "model_only": exceed(model_only_s), "fitted": exceed(fitted_s)}
+        temperatures = ((attacks.get("fitted") or {}).get("observed") or {}).get("temperature")
+        bound = game["bound"]
         row = {
-            "prior_name": boxes.names()["prior"], "model": mechanism.model.params().get("model"),
+            "prior_name": game["boxes"]["prior"], "model": mechanism.model.params().get("model"),
             "trainable": mechanism.trainable, "private": private,
             "eps": (float(privacy["epsilon_replace_one"] if mechanism.epsilon is None else mechanism.epsilon)
                     if private else None),
@@ -183,37 +139,23 @@ class LLMCanaries(Task):
             "select_trials": len(select), "select_mean": float(np.mean(select)),
             "heldout_trials": len(heldout), "heldout_mean": held_mean, "heldout_ci_low": held_low,
             "heldout_ci_high": held_high,
-            "model_only_mean": float(np.mean(model_only_s)), "fitted_mean": float(np.mean(fitted_s)),
-            "fitted_temperature": float(np.exp(np.mean(np.log(temperatures)))), "prior_mean": float(np.mean(prior_s)),
-            "bound_theorem": theorem["theorem"] if private else "none (not private)",
-            **{bound_column(c): (bound[c] if private else None) for c in LEVELS},
-            **{exceed_column(c): exceeded["model_attack"][f"{c:g}"] for c in LEVELS},
-            **{f"model_only_{exceed_column(c)}": exceeded["model_only"][f"{c:g}"] for c in LEVELS},
-            **{f"fitted_{exceed_column(c)}": exceeded["fitted"][f"{c:g}"] for c in LEVELS},
+            "model_only_mean": (attacks.get("model_only") or {}).get("success_mean"),
+            "fitted_mean": (attacks.get("fitted") or {}).get("success_mean"),
+            "fitted_temperature": (float(np.exp(np.mean(np.log(temperatures)))) if temperatures else None),
+            "prior_mean": game["prior_success_mean"],
+            "bound_theorem": game["bound_theorem"]["theorem"] if private else "none (not private)",
+            **{bound_column(c): (bound[repr(c)] if private else None) for c in LEVELS},
+            **{exceed_column(c): exceed(game["attack_label"])[c] for c in LEVELS},
+            **{f"model_only_{exceed_column(c)}": exceed("model_only")[c] for c in LEVELS},
+            **{f"fitted_{exceed_column(c)}": exceed("fitted")[c] for c in LEVELS},
             "ideal_mean": ideal_mean, "ideal_ci_low": ideal_low, "ideal_ci_high": ideal_high,
-            "ideal_bound_theorem": ideal_theorem["theorem"] if private else None,
-            "ideal_bound_0.95": ideal_bound[0.95] if private else None,
+            "ideal_bound_theorem": ideal["bound_theorem"]["theorem"] if ideal else None,
+            "ideal_bound_0.95": ideal["bound"][repr(0.95)] if ideal else None,
         }
-        return {
-            "table": [row], "headline": {},
-            "n_targets": n, "trials": trials, "seed": seed, "boxes": boxes.names(),
-            "attack_successes": attack_s, "model_only_successes": model_only_s, "fitted_successes": fitted_s,
-            "fitted_temperatures": temperatures, "prior_successes": prior_s,
-            "attack_success_mean": float(np.mean(attack_s)), "prior_success_mean": float(np.mean(prior_s)), "k": k,
-            "confidences": [float(c) for c in confidences],
-            # confidence -> fraction of trials above the bound, for each attack variant (None: not private)
-            "exceed": exceeded["model_attack"], "exceed_by_variant": exceeded,
-            "ideal_successes": ideal_s, "mechanism": mechanism.params(),
-            # the game's privacy keys (pipeline.report reads epsilon and delta) beside the DP-SGD ones
-            "privacy": ({**privacy, "epsilon": privacy["epsilon_replace_one"], "profile": profile.name,
-                         "delta_source": "mechanism.delta"} if private
-                        else {**privacy, "epsilon": None}),
-            "bound": {repr(c): v for c, v in bound.items()} if private else None,
-            "bound_theorem": theorem,
-            "ideal_bound": {repr(c): v for c, v in ideal_bound.items()} if private else None,
-            "ideal_bound_theorem": ideal_theorem,
-            "stages": {"computed": [list(x) for x in cache.computed], "reused": [list(x) for x in cache.reused]},
-        }
+        # metrics.json: the DP-SGD game's metrics (the same keys as any game job), the idealized game's under
+        # "ideal", the DP-SGD privacy accounting, and the row.
+        game["privacy"] = {**game["privacy"], **privacy, "epsilon": game["privacy"].get("epsilon")}
+        return {**game, "table": [row], "headline": {}, "ideal": ideal, "mechanism": mechanism.params()}
 
     @staticmethod
     def best_rows(rows: list[dict]) -> list[dict]:
@@ -334,7 +276,7 @@ class PIILaw(Task):
             raise ConfigError(f"experiment {self.name} needs prior=pii, got {type(prior).__name__}.")
         attach_stage_cache(prior, cache)
         summary = prior.law_summary()
-        name = f"pii_{summary['score']}"
+        name = f"pii_{summary['score']}" + ("_copies_dropped" if summary.get("context_copies") == "drop" else "")
         rows = []
         for canary in self.canaries:
             p = float(summary[canary])

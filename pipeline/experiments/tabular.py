@@ -18,23 +18,23 @@ every column). Names are those of stages.prior.tabular.DATASETS (the stand-ins a
 file, checked before any work. The guess is the attack's `decode` of its relaxed table (attack.decode:
 joint, the default, or per_column; see stages.attack.rap).
 
-Each trial samples `prior.n_records` fresh records from the BayNet, releases the noisy marginals,
-runs the attack under each objective and scores it; the prior-only baseline scores the a-priori
-guess z* (the joint MAP of the targets given the known columns, or the best window) on the same
-records; the bound is the one_run box's count (OneRunBound.counts) with the mechanism's GaussianDP(mu) profile and
-the records' own prior successes p_i, and every row names the theorem behind its numbers
-(`bound_theorem`, as the one_run bound box names it: OneRunBound.theorem_for). At eps = inf the marginals are
-exact and the bound is every record (EXACT_THEOREM).
+Every point of a figure is one game of the one engine (pipeline.game.compute_metrics) on the boxes
+prior=baynet (with the point's table, targets and known columns), mechanism=noisy_marginals (its epsilon) and
+attack=rap (task.objectives: the first is the attack, the others are scored on the same releases as its
+variants), with the job's metric or metric=within at the point's distance: the task only lists the points
+(`point_config`), and turns each game's metrics.json into rows and the figure. Any point is therefore also
+`python -m pipeline prior=baynet mechanism=noisy_marginals attack=rap prior.dataset=.. prior.targets=[..]
+...`, with the same numbers. The engine samples `prior.n_records` fresh records per trial, releases the
+noisy marginals (a cached stage), runs the attack's relaxation once per release (cached: the multi-column
+and within-distance points share it) and scores every attack and the prior-only baseline z* (the joint MAP
+of the targets given the known columns, or the best window); the bound is the bound box's (one_run) count
+for each trial's per-record law, and every row names its theorem (`bound_theorem`). At eps = inf the exact
+marginals have no privacy guarantee: no bound ("none (not private)").
 
 Objectives (task.objectives): `noise_aware` and `plain` are RAP's (stages.attack.rap); `posterior` is the
 reference attack of issue 16 item 4 (stages.attack.posterior.PosteriorAttack: Gibbs sampling of the target
 column's Bayes posterior given the release and the BayNet prior; one target, every other column known;
 settings in task.posterior: sweeps, burn_in, seed, exact_scale). It is never a default.
-
-Stages (pipeline.cache): `baynet` (the fit, keyed by the table's content hash and the fit settings)
-and `tabular_trial` (one trial's records and the attack's relaxed target columns per objective, keyed
-by everything that determines them), so a rerun or a longer sweep reuses what is done; `tabular_posterior`
-(the posterior attack's table, keyed as the trial's release plus its settings, so adding it reuses the trial).
 """
 from __future__ import annotations
 
@@ -49,34 +49,24 @@ from omegaconf import DictConfig, OmegaConf
 
 from pipeline.experiments.common import Task, finish, group_rows, mean_interval, subplots
 
-__all__ = ["TabularSingleColumn", "TabularEpsilon", "TabularMultiColumn", "TabularApproximate", "fit_stage"]
+__all__ = ["TabularSingleColumn", "TabularEpsilon", "TabularMultiColumn", "TabularApproximate"]
 
 log = logging.getLogger(__name__)
 
-FIT_STAGE_VERSION = 1
-TRIAL_STAGE_VERSION = 1
-POSTERIOR_STAGE_VERSION = 1
 #: The objectives beside RAP's (stages.attack.rap.OBJECTIVES): the Gibbs posterior reference attack.
 EXTRA_OBJECTIVES = ("posterior",)
 _CONFIDENCE_COLUMNS = {0.05: "bound_0.05", 0.5: "bound_0.5", 0.95: "bound_0.95"}
 _EXCEED_COLUMNS = {0.05: "exceed_0.05", 0.5: "exceed_0.5", 0.95: "exceed_0.95"}
-#: The bound_theorem of a setting at eps = inf: the exact marginals reveal every record.
-EXACT_THEOREM = "none: exact marginals (eps = inf), every record can be reconstructed"
 
 
-def fit_stage(cache, prior_cfg: Mapping, data_dir):
-    """The BayNet of prior_cfg fitted to its dataset, through the `baynet` stage of the cache."""
-    from stages.prior.baynet import BayesNet, fit_network
-    from stages.prior.tabular import load_table
+#: The single-column table's columns; the multi-column and approximate tables add m or distance after `column`.
+COLUMNS = ("dataset", "column", "epsilon", "objective", "trials", "attack_mean", "attack_ci_low", "attack_ci_high",
+           "prior_mean", "prior_expected", "bound_0.05", "bound_0.5", "bound_0.95", "exceed_0.05", "exceed_0.5",
+           "exceed_0.95", "bound_theorem", "n_records", "delta", "noise_scale", "n_marginals")
 
-    table = load_table(str(prior_cfg["dataset"]), data_dir)
-    settings = {"structure": prior_cfg["structure"], "degree": int(prior_cfg["degree"]),
-                "root": prior_cfg.get("root"), "seed": int(prior_cfg["seed"])}
-    config = {"stage": "baynet", "version": FIT_STAGE_VERSION, "table": table.content_hash(), **settings}
-    if cache is None:
-        return fit_network(table, **settings)
-    path = cache.get_or_compute("baynet", config, lambda directory: fit_network(table, **settings).save(directory))
-    return BayesNet.load(path)
+
+def _columns_with(key: str) -> tuple[str, ...]:
+    return COLUMNS[:2] + (key,) + COLUMNS[2:]
 
 
 def _epsilon_label(eps: float) -> str:
@@ -87,7 +77,7 @@ class _Tabular(Task):
     """The shared trial loop; subclasses say which (dataset, targets, known, eps, metric) points to play."""
 
     plays_games = False
-    groups = ("prior", "mechanism", "attack", "metric")  # the bound is count_bound itself (bound_theorem names it)
+    groups = ("prior", "mechanism", "attack", "metric", "bound")
     x_key = "column"
     x_label = "target column"
 
@@ -155,160 +145,100 @@ class _Tabular(Task):
             raise ValueError(f"datasets.{dataset} must name one column for {self.name}, got {column}.")
         return column
 
-    # -- the trial loop ----------------------------------------------------------------------
+    # -- the points, each one game of the one engine (pipeline.game) ---------------------------
+    def _attack_settings(self, attack_cfg: Mapping) -> dict:
+        """The attack of task.objectives: the first RAP objective is the attack (attack.objective) and the others,
+        the posterior reference attack included, are scored on the same releases (attack.compare); objectives of
+        the posterior alone make it the attack."""
+        from stages.attack.rap import OBJECTIVES
+
+        posterior = {**dict(attack_cfg.get("posterior") or {}), **self.posterior}
+        rap = [o for o in self.objectives if o in OBJECTIVES]
+        if not rap:
+            return {"_target_": "stages.attack.posterior.PosteriorAttack", **posterior,
+                    "decode": attack_cfg.get("decode", "joint")}
+        return {**attack_cfg, "objective": rap[0], "compare": [o for o in self.objectives if o != rap[0]],
+                "posterior": posterior}
+
+    def point_config(self, cfg: DictConfig, dataset: str, setting: Mapping, point: Mapping) -> DictConfig:
+        """The game of one point: the job's config with the point's table, targets, known columns, epsilon and
+        metric (`python -m pipeline prior=baynet mechanism=noisy_marginals attack=rap` with these overrides
+        plays the same game)."""
+        point_cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+        point_cfg.pop("task", None)
+        point_cfg.prior.dataset = dataset
+        point_cfg.prior.targets = list(setting["targets"])
+        point_cfg.prior.known = None if setting["known"] is None else list(setting["known"])
+        point_cfg.mechanism.epsilon = float(setting["epsilon"])
+        point_cfg.attack = self._attack_settings(OmegaConf.to_container(cfg.attack, resolve=True))
+        if point.get("distance") is not None:
+            point_cfg.metric = {"_target_": "stages.metric.Within", "distance": int(point["distance"])}
+        return point_cfg
+
     def run(self, cfg: DictConfig, output_dir: Path, cache, logger) -> dict:
-        from stages.attack.posterior import PosteriorAttack
-        from stages.attack.rap import RAPAttack
-        from stages.bound import _validate
+        from hydra.utils import instantiate
+
+        from pipeline.game import check_run_settings, compute_metrics
         from stages.mechanism.noisy_marginals import NoisyMarginals
+        from stages.prior.tabular import read_domain
 
-        seed = _validate.integer("seed", cfg.seed, minimum=0)
-        trials = _validate.integer("trials", cfg.trials, minimum=1)
-        confidences = [float(c) for c in _validate.confidence("confidences", list(cfg.confidences))]
-        missing = [c for c in _CONFIDENCE_COLUMNS if c not in confidences]
+        _, trials, confidences = check_run_settings(cfg)
+        missing = [c for c in _CONFIDENCE_COLUMNS if c not in [float(x) for x in confidences]]
         if missing:
-            raise ValueError(f"confidences must include 0.05, 0.5 and 0.95 for the tabular figures, got {confidences}.")
+            raise ValueError(f"confidences must include 0.05, 0.5 and 0.95 for the tabular figures, got "
+                             f"{confidences.tolist()}.")
         prior_cfg = OmegaConf.to_container(cfg.prior, resolve=True)
-        mech_cfg = OmegaConf.to_container(cfg.mechanism, resolve=True)
-        attack_cfg = OmegaConf.to_container(cfg.attack, resolve=True)
-        for group, conf, target in (("prior", prior_cfg, "BayNetPrior"), ("mechanism", mech_cfg, "NoisyMarginals"),
-                                    ("attack", attack_cfg, "RAPAttack")):
-            if not str(conf.get("_target_", "")).endswith(target):
-                raise ValueError(f"{group} must be the tabular box {target} for experiment {self.name}, "
-                                 f"got {conf.get('_target_')}; drop the {group}= override.")
-        # Build every box once now, so a bad value fails before any work.
-        attacks = {o: RAPAttack(attack_cfg["steps"], attack_cfg["learning_rate"], o, attack_cfg.get("decode", "joint"))
-                   if o != "posterior" else PosteriorAttack(**self.posterior, decode=attack_cfg.get("decode", "joint"))
-                   for o in self.objectives}
-        self.decode = attacks[self.objectives[0]].decode_mode
+        self._attack_settings(OmegaConf.to_container(cfg.attack, resolve=True))  # a bad objective: refused now
         self.selected = self.select(prior_cfg.get("dataset"), cfg.get("data_dir"))
+        mech_cfg = OmegaConf.to_container(cfg.mechanism, resolve=True)
         epsilon = NoisyMarginals(mech_cfg["epsilon"], mech_cfg["delta"], mech_cfg["way"]).epsilon
-        n_records = _validate.integer("prior.n_records", prior_cfg["n_records"], minimum=1)
-        self.n_records, self.delta = n_records, float(mech_cfg["delta"])
-        metric_cfg = OmegaConf.to_container(cfg.metric, resolve=True)
-
-        rows, cells = [], []
+        self.n_records, self.delta = int(prior_cfg["n_records"]), float(mech_cfg["delta"])
+        self.decode = str(OmegaConf.select(cfg, "attack.decode", default="joint"))
+        rows, cells, points = [], [], []
         for dataset in self.selected:
-            network = fit_stage(cache, {**prior_cfg, "dataset": dataset}, cfg.get("data_dir"))
-            for setting in self.settings(dataset, network, epsilon):
-                mechanism = NoisyMarginals(setting["epsilon"], mech_cfg["delta"], mech_cfg["way"])
-                results = [self._trial(cache, network, dataset, prior_cfg, setting, mechanism, attacks, metric_cfg,
-                                       seed, t, trials, n_records, confidences) for t in range(trials)]
-                for p_index, point in enumerate(setting["points"]):
-                    rows.extend(self._rows(dataset, setting, point, [r[p_index] for r in results], network))
-                cells.append({"dataset": dataset, "targets": setting["targets"], "epsilon": _epsilon_label(setting["epsilon"]),
-                              "noise_scale": results[0][0]["noise_scale"], "n_marginals": results[0][0]["n_marginals"]})
-        return {"table": rows, "headline": self.headline(rows), "settings": cells, "trials": trials,
-                "n_records": n_records, "datasets": self.selected, "decode": attacks[self.objectives[0]].decode_mode}
+            # the table's network (its column order drives the multi-column points); any column serves as target
+            first = next(iter(read_domain(dataset, cfg.get("data_dir"))))
+            prior = instantiate({**prior_cfg, "dataset": dataset, "targets": [first], "known": None}, _convert_="all")
+            if cache is not None:
+                prior.use_cache(cache.get_or_compute)
+            for setting in self.settings(dataset, prior.network, epsilon):
+                for point in setting["points"]:
+                    metrics, _, _ = compute_metrics(self.point_config(cfg, dataset, setting, point), cache)
+                    rows.extend(self._rows(dataset, setting, point, metrics))
+                    points.append({"dataset": dataset, "targets": list(setting["targets"]),
+                                   "epsilon": _epsilon_label(setting["epsilon"]), "x": point["x"],
+                                   "stage": metrics["stages"]["trials"].get("key"), "theorem": rows[-1]["bound_theorem"]})
+                release = metrics.get("release") or {}
+                cells.append({"dataset": dataset, "targets": setting["targets"],
+                              "epsilon": _epsilon_label(setting["epsilon"]),
+                              "noise_scale": (release.get("noise_scale") or [None])[0],
+                              "n_marginals": (release.get("n_marginals") or [None])[0]})
+        return {"table": rows, "headline": self.headline(rows), "settings": cells, "points": points, "trials": trials,
+                "n_records": self.n_records, "datasets": self.selected, "decode": self.decode}
 
-    def _trial(self, cache, network, dataset, prior_cfg, setting, mechanism, attacks, metric_cfg, seed, t, trials,
-               n_records, confidences) -> list[dict]:
-        """Play trial t of a setting: per point, {objective: successes}, prior successes, Sigma p_i and the bound."""
-        from pipeline.cache import load_arrays, save_arrays
-        from stages.bound.box import set_valued_success
-        from stages.bound.one_run import OneRunBound
-
-        box = OneRunBound()
-        from stages.metric import Within
-        from stages.prior.baynet import BayNetPrior
-
-        prior = BayNetPrior.from_network(network, n_records, setting["targets"], setting["known"])
-        records_seed, noise_seed = np.random.SeedSequence(seed).spawn(trials)[t].spawn(2)
-        extra = {o: a for o, a in attacks.items() if o in EXTRA_OBJECTIVES}
-        all_attacks, attacks = attacks, {o: a for o, a in attacks.items() if o not in EXTRA_OBJECTIVES}
-
-        def compute(directory=None):
-            X = prior.sample(np.random.default_rng(records_seed))
-            release = mechanism.release(X, np.random.default_rng(noise_seed), network.domain, prior.known)
-            marginals = network.conditional_marginals(prior.known, X[:, prior.known], prior.unknown)
-            out = {"records": X, "noise_scale": np.float64(release.noise_scale),
-                   "n_marginals": np.int64(release.n_marginals)}
-            for objective, attack in attacks.items():
-                relaxed, _ = attack.relaxed(release, prior.known, X[:, prior.known], network.domain, marginals)
-                out[f"relaxed_{objective}"] = relaxed  # every column: the targets only select from it
-            if directory is not None:
-                save_arrays(directory, **out)
-            return out
-
-        # The targets are not part of the key: they only select columns from the attack's relaxed table,
-        # so the multi-column figure plays one release and one attack per trial for every m.
-        config = {"stage": "tabular_trial", "version": TRIAL_STAGE_VERSION, "network": _network_key(network),
-                  "dataset": dataset, "known": list(prior.known),
-                  "n_records": n_records, "epsilon": _epsilon_label(mechanism.epsilon), "delta": mechanism.delta,
-                  "way": mechanism.way, "seed": seed,
-                  # decode reads the stored relaxed table after the stage: not part of the key
-                  "attacks": {o: {k: v for k, v in a.params().items() if k != "decode"} for o, a in attacks.items()},
-                  "trial": t}  # child t of SeedSequence(seed) does not depend on how many trials there are
-        stored = load_arrays(cache.get_or_compute("tabular_trial", config, compute)) if cache is not None else compute()
-        X = stored["records"]
-        stored = dict(stored)
-        for objective, attack in extra.items():
-            def compute_extra(directory=None, attack=attack, objective=objective):
-                # the trial's release again: the same records and the same noise draws
-                release = mechanism.release(X, np.random.default_rng(noise_seed), network.domain, prior.known)
-                marginals = network.conditional_marginals(prior.known, X[:, prior.known], prior.unknown)
-                relaxed, _ = attack.relaxed(release, prior.known, X[:, prior.known], network.domain, marginals)
-                out = {f"relaxed_{objective}": relaxed}
-                if directory is not None:
-                    save_arrays(directory, **out)
-                return out
-
-            extra_config = {**{k: v for k, v in config.items() if k != "attacks"}, "stage": f"tabular_{objective}",
-                            "version": POSTERIOR_STAGE_VERSION,
-                            "attack": {k: v for k, v in attack.params().items() if k != "decode"}}
-            got = (load_arrays(cache.get_or_compute(f"tabular_{objective}", extra_config, compute_extra))
-                   if cache is not None else compute_extra())
-            stored[f"relaxed_{objective}"] = got[f"relaxed_{objective}"]
-        attacks = all_attacks
-        out = []
-        for point in setting["points"]:
-            distance = point.get("distance")
-            metric = Within(distance) if distance is not None else _metric(metric_cfg)
-            trial_prior = prior.given_known(X, metric)
-            successes = {}
-            for objective, attack in attacks.items():
-                z = attack.decode(stored[f"relaxed_{objective}"], prior.targets, metric, network=network,
-                                  known=prior.known, known_values=X[:, prior.known],
-                                  prior_marginals=trial_prior.marginals)
-                successes[objective] = int(prior.score(X, z, metric).sum())
-            if mechanism.exact:
-                bound = {c: n_records for c in confidences}
-                theorem = EXACT_THEOREM
-            else:
-                # the one_run box's theorem for the records' own priors: a window of several values is
-                # set-valued success (collision probability taken as 0, valid for every prior: THEORY.md)
-                widest = max(prior.targets, key=lambda tgt: set_valued_success(metric, 1, network.domain[tgt]))
-                info = box.theorem_for(mechanism.profile, metric, 1, network.domain[widest])
-                bound = box.counts(mechanism.profile, trial_prior.prior_success, confidences, info)
-                theorem = info["theorem"]
-            out.append({"attack": successes, "prior": int(prior.score(X, trial_prior.guess, metric).sum()),
-                        "prior_expected": float(trial_prior.prior_success.sum()), "bound": bound,
-                        "bound_theorem": theorem,
-                        "noise_scale": float(stored["noise_scale"]), "n_marginals": int(stored["n_marginals"])})
-        return out
-
-    def _rows(self, dataset, setting, point, results, network) -> list[dict]:
-        targets = list(setting["targets"])
+    def _rows(self, dataset, setting, point, metrics: Mapping) -> list[dict]:
+        """One row per attack of the point's game (the attack, then its variants)."""
         n = self.n_records  # successes lie in [0, n]: the intervals are clipped to it
-        prior_mean, prior_low, prior_high = mean_interval([r["prior"] for r in results], self.ci_level, bounds=(0, n))
-        bounds = {column: float(np.mean([r["bound"][c] for r in results])) for c, column in _CONFIDENCE_COLUMNS.items()}
+        prior_mean, prior_low, prior_high = mean_interval(metrics["prior_successes"], self.ci_level, bounds=(0, n))
+        release = metrics.get("release") or {}
         rows = []
-        for objective in self.objectives:
-            successes = [r["attack"][objective] for r in results]
-            mean, low, high = mean_interval(successes, self.ci_level, bounds=(0, n))
+        for label, attack in sorted(metrics["attacks"].items(), key=lambda item: self.objectives.index(item[0])):
+            mean, low, high = mean_interval(attack["successes"], self.ci_level, bounds=(0, n))
+            bound, exceed = attack.get("bound"), attack.get("exceed")
+            theorem = (attack.get("bound_theorem") or {}).get("theorem") if bound is not None else "none (not private)"
             rows.append({
-                "dataset": dataset, "column": "+".join(targets), "m": len(targets),
+                "dataset": dataset, "column": "+".join(setting["targets"]), "m": len(setting["targets"]),
                 "epsilon": _epsilon_label(setting["epsilon"]), "distance": point.get("distance", 0) or 0,
-                "objective": objective, "decode": self.decode, "trials": len(results),
+                "objective": label, "decode": self.decode, "trials": len(attack["successes"]),
                 "attack_mean": mean, "attack_ci_low": low, "attack_ci_high": high,
                 "prior_mean": prior_mean, "prior_ci_low": prior_low, "prior_ci_high": prior_high,
-                "prior_expected": float(np.mean([r["prior_expected"] for r in results])),
-                **bounds,
-                **{column: float(np.mean([s > r["bound"][c] for s, r in zip(successes, results)]))
-                   for c, column in _EXCEED_COLUMNS.items()},
-                "bound_theorem": "/".join(sorted({r["bound_theorem"] for r in results})), "n_records": n,
-                "delta": self.delta,
-                "noise_scale": results[0]["noise_scale"], "n_marginals": results[0]["n_marginals"],
+                "prior_expected": metrics["prior_expected_mean"],
+                **{column: (float(np.mean(bound[repr(c)])) if bound is not None else None)
+                   for c, column in _CONFIDENCE_COLUMNS.items()},
+                **{column: (exceed[repr(c)] if exceed is not None else None) for c, column in _EXCEED_COLUMNS.items()},
+                "bound_theorem": theorem, "n_records": n, "delta": self.delta,
+                "noise_scale": (release.get("noise_scale") or [None])[0],
+                "n_marginals": (release.get("n_marginals") or [None])[0],
                 "x": point["x"],
             })
         return rows
@@ -330,10 +260,14 @@ class _Tabular(Task):
             pos = {x: i for i, x in enumerate(xs)}
             first = [next(r for r in members if r["x"] == x) for x in xs]
             at = np.arange(len(xs), dtype=float)
-            b50 = np.array([float(r["bound_0.5"]) for r in first])
-            ax.errorbar(at, b50, yerr=[b50 - np.array([float(r["bound_0.05"]) for r in first]),
-                                       np.array([float(r["bound_0.95"]) for r in first]) - b50],
+            value = lambda r, key: math.nan if r.get(key) in (None, "") else float(r[key])  # noqa: E731
+            b50 = np.array([value(r, "bound_0.5") for r in first])
+            ax.errorbar(at, b50, yerr=[b50 - np.array([value(r, "bound_0.05") for r in first]),
+                                       np.array([value(r, "bound_0.95") for r in first]) - b50],
                         fmt="_", color="k", capsize=4, markersize=10, label="bound (conf. 0.05 / 0.5 / 0.95)")
+            for i, r in enumerate(first):
+                if r.get("bound_0.5") in (None, ""):  # eps = inf: not private, no bound
+                    ax.annotate("no bound\n(not private)", (at[i], 0), fontsize=6, ha="center", va="bottom", color="0.3")
             ax.plot(at, [float(r["prior_mean"]) for r in first], "s", color="0.5", label="prior only")
             for k, (objective, series) in enumerate(group_rows(members, "objective").items()):
                 series = sorted(series, key=lambda r: pos[r["x"]])
@@ -356,26 +290,6 @@ class _Tabular(Task):
         note = (f"{trials} trials a point; intervals: 95% t-intervals over the trials, clipped to [0, {sizes}]; "
                 f"delta = {deltas or '-'}; bound: {theorems or '-'}")
         return finish(fig, axes, f"records reconstructed (of {sizes})", path, note=note)
-
-
-def _network_key(network) -> str:
-    import hashlib
-
-    h = hashlib.sha256(repr((network.columns, network.domain, network.parents, network.order)).encode())
-    for cpt in network.cpts:
-        h.update(np.ascontiguousarray(cpt).tobytes())
-    return h.hexdigest()
-
-
-def _metric(metric_cfg: Mapping):
-    from stages.metric import Exact, Within
-
-    target = str(metric_cfg.get("_target_", ""))
-    if target.endswith("Within"):
-        return Within(metric_cfg.get("distance", 1))
-    if target.endswith("Exact"):
-        return Exact()
-    raise ValueError(f"metric must be exact or within for the tabular experiments, got {target!r}.")
 
 
 def _columns(network, wanted, dataset: str) -> list[str]:
@@ -402,10 +316,7 @@ class TabularSingleColumn(_Tabular):
     """Fig. recon_1col: each column (or the listed ones) as the lone target, every other column known."""
 
     name = "tabular_single_column"
-    columns = ("dataset", "column", "epsilon", "objective", "trials", "attack_mean", "attack_ci_low", "attack_ci_high",
-               "prior_mean", "prior_expected", "bound_0.05", "bound_0.5", "bound_0.95", "exceed_0.05", "exceed_0.5",
-               "exceed_0.95", "bound_theorem", "n_records", "delta", "noise_scale",
-               "n_marginals")
+    columns = COLUMNS
 
     def settings(self, dataset, network, epsilon):
         return [{"targets": [c], "known": None, "epsilon": epsilon, "points": [{"x": c}]}
@@ -446,10 +357,7 @@ class TabularMultiColumn(_Tabular):
     """Fig. recon_multicol: first n_known visit-order columns known; targets the next m; the rest unknown."""
 
     name = "tabular_multi_column"
-    columns = ("dataset", "column", "m", "epsilon", "objective", "trials", "attack_mean", "attack_ci_low",
-               "attack_ci_high", "prior_mean", "prior_expected", "bound_0.05", "bound_0.5", "bound_0.95", "exceed_0.05", "exceed_0.5",
-               "exceed_0.95", "bound_theorem", "n_records", "delta",
-               "noise_scale", "n_marginals")
+    columns = _columns_with("m")
 
     def __init__(self, datasets: Mapping | None = None, n_known: int = 3, max_targets: int | None = None,
                  objectives: Sequence[str] = ("noise_aware", "plain"), ci_level: float = 0.95,
@@ -478,10 +386,7 @@ class TabularApproximate(_Tabular):
     """Fig. recon_approx: one ordinal column per dataset, success = |X - z| <= E for E = 0 .. domain - 1."""
 
     name = "tabular_approximate"
-    columns = ("dataset", "column", "distance", "epsilon", "objective", "trials", "attack_mean", "attack_ci_low",
-               "attack_ci_high", "prior_mean", "prior_expected", "bound_0.05", "bound_0.5", "bound_0.95", "exceed_0.05", "exceed_0.5",
-               "exceed_0.95", "bound_theorem", "n_records", "delta",
-               "noise_scale", "n_marginals")
+    columns = _columns_with("distance")
 
     def settings(self, dataset, network, epsilon):
         column = self.one_column(dataset, network)

@@ -30,6 +30,7 @@ class BayesOptimalAttack:
     """k guesses per target maximising the posterior success probability, for mechanisms with a likelihood."""
 
     name = "bayes_optimal"
+    needs_prior = ("records",)  # stages.protocols
     # What the game checks before anything is built: the mechanism class must give an exact likelihood.
     needs_mechanism = ("log_likelihood",)
     fits_mechanisms = "a mechanism with an exact likelihood (mechanism=gaussian or randomized_response)"

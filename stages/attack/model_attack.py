@@ -21,7 +21,10 @@ import numpy as np
 from stages.attack.bayes_optimal import posterior
 from stages.bound import _validate
 
-__all__ = ["ModelAttack", "fit_temperature"]
+__all__ = ["ModelAttack", "ModelOnlyAttack", "fit_temperature", "VARIANTS"]
+
+#: The variants the Model Attack can have the game score on the same release beside itself.
+VARIANTS = ("model_only", "fitted")
 
 
 def fit_temperature(log_probs, probabilities, iterations: int = 200) -> float:
@@ -54,10 +57,11 @@ class ModelAttack:
 
     name = "model_attack"
     # What the game checks before anything is built: the release is each canary's candidate log-probabilities.
+    needs_prior = ("records",)
     needs_mechanism = ("releases_candidate_log_probs",)
     fits_mechanisms = "a release of the model's log-probabilities of each canary's candidates (mechanism=dpsgd)"
 
-    def __init__(self, k: int = 1, temperature: float | str = 1.0) -> None:
+    def __init__(self, k: int = 1, temperature: float | str = 1.0, variants=()) -> None:
         self.k = _validate.integer("k", k, minimum=1)
         if temperature == "fit":
             self.temperature = "fit"
@@ -66,6 +70,21 @@ class ModelAttack:
         else:
             self.temperature = _validate.positive("temperature", temperature)
         self.last_temperature: float | None = None
+        # Beside the attack, on the same release: the model's own ranking (model_only) and the attack with its
+        # temperature fitted to the release without the secrets (fitted).
+        self.variant_names = [str(v) for v in (variants or ())]
+        bad = [v for v in self.variant_names if v not in VARIANTS]
+        if bad or len(set(self.variant_names)) != len(self.variant_names):
+            raise ValueError(f"variants must list distinct names among {list(VARIANTS)}, got {list(variants)}.")
+
+    def variants(self) -> dict:
+        """{label: attack} scored by the game on the same release beside this one."""
+        made = {"model_only": lambda: ModelOnlyAttack(self.k), "fitted": lambda: ModelAttack(self.k, "fit")}
+        return {name: made[name]() for name in self.variant_names}
+
+    def observed(self) -> dict:
+        """The temperature the last guess used (the fitted one for temperature: fit)."""
+        return {"temperature": self.last_temperature}
 
     @staticmethod
     def _log_probs(a, prior) -> np.ndarray:
@@ -94,4 +113,19 @@ class ModelAttack:
 
     def params(self) -> dict:
         return {"attack": self.name, "k": self.k, "temperature": self.temperature,
-                "fitted_temperature": self.last_temperature}
+                "fitted_temperature": self.last_temperature, "variants": list(self.variant_names)}
+
+
+class ModelOnlyAttack(ModelAttack):
+    """The model's own k best guesses per canary, the prior ignored (a variant of the Model Attack)."""
+
+    name = "model_only"
+
+    def __init__(self, k: int = 1) -> None:
+        super().__init__(k, 1.0)
+
+    def guess(self, a, prior, mechanism, metric) -> np.ndarray:
+        return self.model_only_guess(a, prior, metric)
+
+    def observed(self) -> dict:
+        return {}  # no temperature: the prior is not used

@@ -139,6 +139,12 @@ class PosteriorAttack:
     """Gibbs sampling of the target column's Bayes posterior given the noisy marginals and the BayNet prior."""
 
     name = "posterior"
+    label = "posterior"
+    needs_prior = ("table",)
+    needs_mechanism = ("n_marginals",)
+    #: One joint guess per record (its columns are the target columns, not several guesses).
+    k = 1
+    fits_mechanisms = "noisy marginals of a table (mechanism=noisy_marginals)"
 
     def __init__(self, sweeps: int = 200, burn_in: int = 50, seed: int = 0, exact_scale: float = 1.0,
                  decode: str = "joint") -> None:
@@ -198,10 +204,21 @@ class PosteriorAttack:
         return self.decode(p, targets, metric, network=network, known=known, known_values=known_values,
                            prior_marginals=prior_marginals)
 
-    def guess(self, a, prior, mechanism, metric):
-        from stages.prior.baynet import GENERIC_GAME_MESSAGE
+    def prepare(self, release, law, mechanism=None) -> np.ndarray:
+        """The relaxed table of the trial (the target's estimated posterior): metric-free, cached by the game."""
+        relaxed, _ = self.relaxed(release, law.known, law.known_values, law.domain, law.marginals)
+        return relaxed
 
-        raise ValueError(GENERIC_GAME_MESSAGE)
+    def prepare_key(self) -> dict:
+        return {k: v for k, v in self.params().items() if k != "decode"}
+
+    def decide(self, relaxed, law, metric) -> np.ndarray:
+        return self.decode(relaxed, law.targets, metric, network=law.network, known=law.known,
+                           known_values=law.known_values, prior_marginals=law.marginals)
+
+    def guess(self, a, law, mechanism, metric) -> np.ndarray:
+        """Guesses of the trial's law's target column from the release a (stages.protocols.Attack)."""
+        return self.decide(self.prepare(a, law, mechanism), law, metric)
 
     def params(self) -> dict:
         return {"attack": self.name, "sweeps": self.sweeps, "burn_in": self.burn_in, "seed": self.seed,

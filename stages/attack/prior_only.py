@@ -12,6 +12,7 @@ class PriorOnlyAttack:
     """Guess, for each target, the k candidates that maximise the prior success Pr_{X ~ D_i}[l_i(X, z) = 1]."""
 
     name = "prior_only"
+    needs_prior = ("records", "table")  # stages.protocols
 
     def __init__(self, k: int = 1) -> None:
         self.k = _validate.integer("k", k, minimum=1)

@@ -254,9 +254,15 @@ class RAPAttack:
     """RAP M-AI: Adam on softmax logits of the unknown columns against the released marginals."""
 
     name = "rap"
+    #: stages.protocols: it reconstructs a table's unknown columns from noisy marginals of that table.
+    needs_prior = ("table",)
+    needs_mechanism = ("n_marginals",)
+    #: One joint guess per record (its columns are the target columns, not several guesses).
+    k = 1
+    fits_mechanisms = "noisy marginals of a table (mechanism=noisy_marginals)"
 
     def __init__(self, steps: int = 2000, learning_rate: float = 0.1, objective: str = "noise_aware",
-                 decode: str = "joint") -> None:
+                 decode: str = "joint", compare: Sequence[str] = (), posterior: Mapping | None = None) -> None:
         self.steps = _validate.integer("steps", steps, minimum=0)
         self.learning_rate = _validate.positive("learning_rate", learning_rate)
         if objective not in OBJECTIVES:
@@ -265,6 +271,46 @@ class RAPAttack:
         if decode not in DECODES:
             raise ValueError(f"decode must be one of {list(DECODES)}, got {decode!r}.")
         self.decode_mode = decode
+        # Other attacks scored on the same release (the game's variants): RAP's other objective, or the Gibbs
+        # Bayes-posterior reference attack (stages.attack.posterior; its settings in `posterior`).
+        self.compare = [str(c) for c in (compare or ())]
+        allowed = [o for o in OBJECTIVES if o != objective] + ["posterior"]
+        bad = [c for c in self.compare if c not in allowed]
+        if bad or len(set(self.compare)) != len(self.compare):
+            raise ValueError(f"compare must list distinct attacks among {allowed} (the objective itself is the "
+                             f"attack), got {list(compare)}.")
+        self.posterior_settings = {str(k): v for k, v in dict(posterior or {}).items()}
+        self._variants = {}
+        for name in self.compare:
+            if name == "posterior":
+                from stages.attack.posterior import PosteriorAttack
+
+                self._variants[name] = PosteriorAttack(**self.posterior_settings, decode=decode)
+            else:
+                self._variants[name] = RAPAttack(steps, learning_rate, name, decode)
+
+    @property
+    def label(self) -> str:
+        """The name its successes go under beside its variants: its objective."""
+        return self.objective
+
+    def variants(self) -> dict:
+        """{label: attack} of the attacks in `compare`, scored by the game on the same release."""
+        return dict(self._variants)
+
+    def prepare(self, release, law, mechanism=None) -> np.ndarray:
+        """The optimised relaxed table (n, d, max domain) of the trial: metric-free, so the game caches it."""
+        relaxed, _ = self.relaxed(release, law.known, law.known_values, law.domain, law.marginals)
+        return relaxed
+
+    def prepare_key(self) -> dict:
+        """What prepare depends on besides the release and the law (decode only reads its result)."""
+        return {k: v for k, v in self.params().items() if k not in ("decode", "compare")}
+
+    def decide(self, relaxed, law, metric) -> np.ndarray:
+        """The guesses (n, len(targets)) of the relaxed table for the law's targets (see `decode`)."""
+        return self.decode(relaxed, law.targets, metric, network=law.network, known=law.known,
+                           known_values=law.known_values, prior_marginals=law.marginals)
 
     def relaxed(self, release, known: Sequence[int], known_values, domain: Sequence[int],
                 prior_marginals: Mapping[int, np.ndarray]) -> tuple[np.ndarray, float]:
@@ -320,14 +366,13 @@ class RAPAttack:
         z, _ = network.joint_map(known, np.asarray(known_values, dtype=np.int64).reshape(-1, len(known)), targets, soft)
         return z
 
-    def guess(self, a, prior, mechanism, metric):
-        from stages.prior.baynet import GENERIC_GAME_MESSAGE
-
-        raise ValueError(GENERIC_GAME_MESSAGE)
+    def guess(self, a, law, mechanism, metric) -> np.ndarray:
+        """Guesses of the trial's law's target columns from the release a (stages.protocols.Attack)."""
+        return self.decide(self.prepare(a, law, mechanism), law, metric)
 
     def params(self) -> dict:
         return {"attack": self.name, "steps": self.steps, "learning_rate": self.learning_rate,
-                "objective": self.objective, "decode": self.decode_mode}
+                "objective": self.objective, "decode": self.decode_mode, "compare": list(self.compare)}
 
 
 def _exact(metric) -> bool:

@@ -236,6 +236,10 @@ def _opacus_ready(module) -> None:
             setattr(parent, child_name, new)
 
 
+#: Bump when a training's result changes, so old cached releases are not reused.
+RELEASE_STAGE_VERSION = 1
+
+
 class DPSGDFineTuning:
     """DP-SGD on n new-token canaries; release(X) = (n, m) log-probabilities of every candidate secret.
 
@@ -246,6 +250,9 @@ class DPSGDFineTuning:
     """
 
     name = "dpsgd"
+    needs_prior = ("records",)  # stages.protocols: one candidate value per target
+    #: The game caches each trial's training (pipeline.game: stage dpsgd_release).
+    cache_release = True
     # The release is each canary's log-probabilities of its candidates (what attack=model_attack reads).
     releases_candidate_log_probs = True
 
@@ -390,6 +397,17 @@ class DPSGDFineTuning:
         else:
             module.fast_layers = []
         return module
+
+    def release_stage(self, config, X, seed: int, trial: int) -> tuple[str, dict]:
+        """The release's cache key: the model, the resolved mechanism config (its model aside), the calibrated
+        sigma, the canaries' secrets, the seed and the trial (the key the LLM case study has always used, so
+        trainings done before the one game are reused)."""
+        mechanism = {k: v for k, v in dict(config).items() if k != "model"}
+        return "dpsgd_release", {"stage": "dpsgd_release", "version": RELEASE_STAGE_VERSION,
+                                 "model": self.model.identity(), "mechanism": mechanism,
+                                 "noise_multiplier": self.noise_multiplier,
+                                 "secrets": np.asarray(X).tolist(), "seed": int(seed), "trial": int(trial),
+                                 "keep_checkpoint": False}
 
     def release(self, X, rng: np.random.Generator) -> np.ndarray:
         """Train on the canaries with secrets X (fresh new rows from rng) and return the (n, m) log-probabilities."""

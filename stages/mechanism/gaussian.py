@@ -27,6 +27,7 @@ class GaussianMechanism:
     """
 
     name = "gaussian"
+    needs_prior = ("records",)  # stages.protocols: one candidate value per target
 
     def __init__(
         self,

@@ -54,6 +54,23 @@ class MarginalRelease:
     def n_marginals(self) -> int:
         return int(self.subsets.shape[0])
 
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The release as named arrays (how the game's release stage stores it)."""
+        return {"subsets": self.subsets, "cells": np.concatenate([t.reshape(-1) for t in self.tables]),
+                "noise_scale": np.float64(self.noise_scale), "n_records": np.int64(self.n_records)}
+
+    @classmethod
+    def from_arrays(cls, arrays, domain: Sequence[int]) -> "MarginalRelease":
+        subsets = np.asarray(arrays["subsets"], dtype=np.int64)
+        cells, tables, at = np.asarray(arrays["cells"], dtype=float), [], 0
+        for subset in subsets:
+            shape = tuple(int(domain[c]) for c in subset)
+            size = math.prod(shape)
+            tables.append(cells[at:at + size].reshape(shape))
+            at += size
+        return cls(subsets=subsets, tables=tables, noise_scale=float(arrays["noise_scale"]),
+                   n_records=int(arrays["n_records"]))
+
 
 def _epsilon(value) -> float:
     if isinstance(value, str) and value.strip().lower() in ("inf", "+inf", ".inf", "infinity"):
@@ -71,6 +88,10 @@ class NoisyMarginals:
     """All `way`-way marginals touching an unknown column, Gaussian noise calibrated to (epsilon, delta)."""
 
     name = "noisy_marginals"
+    #: stages.protocols: it releases marginals of a table (prior=baynet), bound to its domain and known columns.
+    needs_prior = ("table",)
+    #: The game caches each trial's release, and the attack's relaxed table keyed by it (pipeline.game).
+    cache_release = True
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-5, way: int = 3) -> None:
         self.epsilon = _epsilon(epsilon)
@@ -79,6 +100,25 @@ class NoisyMarginals:
             raise ValueError("delta must be in (0, 1) for Gaussian noise, got 0.0; no finite noise gives delta = 0.")
         self.way = _validate.integer("way", way, minimum=1)
         self.mu = math.inf if math.isinf(self.epsilon) else float(GaussianDP.from_epsilon_delta(self.epsilon, self.delta).mu)
+        self.domain: tuple[int, ...] | None = None
+        self.known: tuple[int, ...] = ()
+
+    def for_prior(self, prior) -> "NoisyMarginals":
+        """A copy bound to the prior's table: its column domains and the columns the attacker knows."""
+        bound = NoisyMarginals(self.epsilon, self.delta, self.way)
+        bound.domain = tuple(int(m) for m in prior.domain)
+        bound.known = tuple(int(k) for k in prior.known)
+        return bound
+
+    def release_info(self, release: "MarginalRelease") -> dict:
+        """What a trial's release says about itself: the noise per cell and the number of tables."""
+        return {"noise_scale": float(release.noise_scale), "n_marginals": int(release.n_marginals)}
+
+    def release_arrays(self, release: "MarginalRelease") -> dict[str, np.ndarray]:
+        return release.arrays()
+
+    def release_from_arrays(self, arrays) -> "MarginalRelease":
+        return MarginalRelease.from_arrays(arrays, self.domain)
 
     @property
     def exact(self) -> bool:
@@ -86,11 +126,18 @@ class NoisyMarginals:
         return math.isinf(self.mu)
 
     @property
-    def profile(self) -> GaussianDP:
-        """GaussianDP(mu(epsilon, delta)); at epsilon = inf there is none (every record can be reconstructed)."""
+    def profile(self) -> GaussianDP | None:
+        """GaussianDP(mu(epsilon, delta)); None at epsilon = inf: exact marginals have no privacy guarantee."""
         if self.exact:
-            raise ValueError("epsilon is inf: exact marginals have no privacy profile, and the bound is every record.")
+            return None
         return GaussianDP(self.mu)
+
+    def privacy(self) -> dict:
+        """Why there is no bound at epsilon = inf (the game's "not private" reason)."""
+        if self.exact:
+            return {"private": False, "reason": "epsilon = inf: the exact marginals have no privacy guarantee (every "
+                                                "record can be reconstructed)"}
+        return {"private": True, "epsilon": self.epsilon, "delta": self.delta, "mu": self.mu}
 
     def n_marginals(self, n_columns: int, n_known: int) -> int:
         """K = C(d, way) - C(d - d', way) with d' = d - n_known unknown columns."""
@@ -103,13 +150,16 @@ class NoisyMarginals:
         return math.sqrt(n_marginals) * math.sqrt(2.0) / (n_records * self.mu)
 
     def release(self, X, rng: np.random.Generator, domain: Sequence[int] | None = None,
-                known: Sequence[int] = ()) -> MarginalRelease:
-        """The noisy marginals of the table X (N, d) whose column j takes values 0..domain[j]-1."""
-        x = np.asarray(X)
-        if domain is None or x.ndim != 2:
-            from stages.prior.baynet import GENERIC_GAME_MESSAGE
+                known: Sequence[int] | None = None) -> MarginalRelease:
+        """The noisy marginals of the table X (N, d) whose column j takes values 0..domain[j]-1.
 
-            raise ValueError(f"mechanism=noisy_marginals releases marginals of a table: {GENERIC_GAME_MESSAGE}")
+        domain and known default to the prior's (for_prior); one of the two must give them."""
+        x = np.asarray(X)
+        domain = self.domain if domain is None else domain
+        known = self.known if known is None else known
+        if domain is None or x.ndim != 2:
+            raise ValueError("mechanism=noisy_marginals releases marginals of a table: it needs prior=baynet (a table "
+                             "with known and unknown columns), got records of another kind.")
         domain = [int(m) for m in domain]
         if x.shape[1] != len(domain) or not np.issubdtype(x.dtype, np.integer) or x.min() < 0 or np.any(x.max(axis=0) >= domain):
             raise ValueError(f"X must be an integer table of shape (N, {len(domain)}) with codes inside domain {domain}, "
@@ -127,4 +177,7 @@ class NoisyMarginals:
         return MarginalRelease(subsets=subsets, tables=tables, noise_scale=s, n_records=int(x.shape[0]))
 
     def params(self) -> dict:
-        return {"mechanism": self.name, "epsilon": self.epsilon, "delta": self.delta, "way": self.way, "mu": self.mu}
+        out = {"mechanism": self.name, "epsilon": self.epsilon, "delta": self.delta, "way": self.way, "mu": self.mu}
+        if self.domain is not None:
+            out.update(domain=list(self.domain), known=list(self.known))
+        return out

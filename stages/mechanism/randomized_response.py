@@ -18,6 +18,7 @@ class RandomizedResponse:
     """
 
     name = "randomized_response"
+    needs_prior = ("records",)  # stages.protocols: one candidate value per target
 
     def __init__(self, epsilon: float = 1.0, domain_size: int = 10) -> None:
         self.epsilon = float(_validate.epsilon("epsilon", epsilon))

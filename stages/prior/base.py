@@ -55,8 +55,8 @@ RESOLVED_DATA: list[Path] = []
 def note_data(path: str | os.PathLike) -> Path:
     """Record that a data file or folder was read (see RESOLVED_DATA) and return it."""
     path = Path(path)
-    if path not in RESOLVED_DATA:
-        RESOLVED_DATA.append(path)
+    # every read is appended (a job lists what it read since it started: RESOLVED_DATA[start:], deduplicated)
+    RESOLVED_DATA.append(path)
     return path
 
 
@@ -82,6 +82,10 @@ class Prior:
     """Independent priors D_i given as a matrix: probabilities[i, j] = Pr_{X_i ~ D_i}[X_i = j]."""
 
     name = "prior"
+    #: What its records are (stages.protocols): one ordinal candidate per target.
+    provides = "records"
+    #: The law is the same in every trial (for_trial returns the prior itself).
+    per_trial = False
 
     def __init__(self, probabilities) -> None:
         self.probabilities = validate_probabilities(probabilities)
@@ -106,6 +110,14 @@ class Prior:
         # Inverse CDF; the clip guards against a last cumulative sum that rounds below 1.
         x = (self._cdf < u[:, None]).sum(axis=1)
         return np.minimum(x, self.domain_size - 1).astype(np.int64)
+
+    def for_trial(self, X) -> "Prior":
+        """The law the attacker holds in a trial: a fixed prior is the same whatever the records are."""
+        return self
+
+    def score(self, X, z, metric) -> np.ndarray:
+        """l_i(X_i, z_i) per target: 1 where the guesses z attack the record X_i."""
+        return metric.score(X, z)
 
     def success_probability(self, z, metric) -> np.ndarray:
         """p_i = Pr_{X ~ D_i}[l_i(X, z_i) = 1]: the chance a fresh record from D_i counts as attacked by z."""

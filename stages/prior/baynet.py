@@ -38,15 +38,15 @@ from stages.prior.tabular import Table, column_indices, load_table
 
 __all__ = [
     "BayesNet", "BayNetPrior", "TrialPrior", "greedy_structure", "hill_climb_structure", "fit_network",
-    "STRUCTURES", "GENERIC_GAME_MESSAGE",
+    "STRUCTURES", "PER_TRIAL_MESSAGE", "FIT_STAGE_VERSION", "network_key",
 ]
 
 STRUCTURES = ("greedy", "hill_climb")
-GENERIC_GAME_MESSAGE = (
-    "the tabular boxes (prior=baynet, mechanism=noisy_marginals, attack=rap) play only in the tabular "
-    "experiments, whose per-record priors depend on each trial's known columns; run "
-    "`python -m pipeline experiment=tabular_single_column` (or tabular_epsilon, tabular_multi_column, "
-    "tabular_approximate) instead."
+#: Bump when the fit changes, so old cached networks are not reused.
+FIT_STAGE_VERSION = 1
+PER_TRIAL_MESSAGE = (
+    "prior=baynet has no law before the records are drawn (each record's prior is conditional on its known "
+    "columns): the game takes it per trial from prior.for_trial(X)"
 )
 
 
@@ -354,17 +354,90 @@ def fit_network(table: Table, structure: str = "greedy", degree: int = 2, root: 
 # ---------------------------------------------------------------------------------------------
 # The prior box
 # ---------------------------------------------------------------------------------------------
-@dataclass
 class TrialPrior:
-    """One trial's per-record priors: the records' conditionals given their known columns.
+    """One trial's law (stages.protocols.TrialLaw): each record's prior is the network's conditional of its
+    unknown columns given its known ones, so it depends on the records the trial drew.
 
-    marginals[j]: Pr[column j = v | known] (n, domain[j]) for every unknown column j;
-    guess: the a-priori guess z* (n, n_targets); prior_success: p_i = Pr[l_i(X_i, z*) = 1] (n,).
+    marginals[j]: Pr[column j = v | known] (n, domain[j]) for every unknown column j; guess: the a-priori
+    guess z* (n, len(targets)) for ``metric``; prior_success: p_i = Pr[l_i(X_i, z*) = 1] (n,). For one target
+    column the law also has ``probabilities`` (its conditional, (n, domain)), so the bound boxes see the
+    per-record law as they see a fixed prior's (its collision probability included).
     """
 
-    marginals: dict[int, np.ndarray]
-    guess: np.ndarray
-    prior_success: np.ndarray
+    def __init__(self, prior: "BayNetPrior", X, metric=None) -> None:
+        x = np.asarray(X, dtype=np.int64)
+        self.network, self.columns = prior.network, prior.columns
+        self.targets, self.known, self.unknown = list(prior.targets), list(prior.known), list(prior.unknown)
+        self.known_values = x[:, self.known]
+        self.n_targets = int(x.shape[0])
+        self.domain = tuple(int(m) for m in self.network.domain)
+        # the widest target's domain: what the bound's theorem choice probes a metric's window on
+        self.domain_size = max(self.domain[t] for t in self.targets)
+        self.marginals = self.network.conditional_marginals(self.known, self.known_values, self.unknown)
+        if len(self.targets) == 1:
+            self.probabilities = self.marginals[self.targets[0]]
+        self._guesses: dict = {}
+        self._map_success = None
+        metric = metric if metric is not None else Exact()
+        self.guess = self.a_priori_guess(metric)
+        self.prior_success = self.success_probability(self.guess, metric)
+
+    def _check(self, metric, k: int) -> None:
+        if isinstance(metric, Within) and len(self.targets) > 1:
+            raise ValueError(f"metric=within scores one target column, got targets "
+                             f"{[self.columns[t] for t in self.targets]}; use metric=exact for several columns.")
+        if int(k) != 1 and len(self.targets) > 1:
+            raise ValueError(f"k must be 1 for several target columns (one joint guess per record), got {k}.")
+
+    def a_priori_guess(self, metric, k: int = 1) -> np.ndarray:
+        """z*: the joint MAP of the targets given the known columns (one target: the metric's best k guesses)."""
+        self._check(metric, k)
+        key = (repr(metric.params()) if hasattr(metric, "params") else repr(metric), int(k))
+        if key not in self._guesses:
+            if len(self.targets) == 1:
+                self._guesses[key] = np.asarray(metric.best_guess(self.probabilities, int(k)))
+            else:
+                self._guesses[key], self._map_success = self.network.joint_map(self.known, self.known_values,
+                                                                               self.targets)
+        return self._guesses[key]
+
+    def success_probability(self, z, metric) -> np.ndarray:
+        """p_i = Pr[l_i(X_i, z_i) = 1 | record i's known columns] for guesses z (n, k) or (n, len(targets))."""
+        if len(self.targets) == 1:
+            return np.clip(metric.success_probability(self.probabilities, z), 0.0, 1.0)
+        self._check(metric, 1)
+        z = np.asarray(z, dtype=np.int64).reshape(self.n_targets, len(self.targets))
+        if self._map_success is not None and np.array_equal(z, self.a_priori_guess(metric)):
+            return self._map_success  # the joint MAP's own probability, as joint_map computed it
+        evidence = np.concatenate([self.known_values, z], axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p = (self.network.evidence_probability(self.known + self.targets, evidence)
+                 / self.network.evidence_probability(self.known, self.known_values))
+        return np.clip(np.nan_to_num(p), 0.0, 1.0)
+
+    def score(self, X, z, metric) -> np.ndarray:
+        """l_i: 1 where every target column of record i is hit by z_i (exact, or within for one column)."""
+        x = np.asarray(X, dtype=np.int64)[:, self.targets]
+        z = np.asarray(z, dtype=np.int64)
+        if len(self.targets) == 1:
+            return np.asarray(metric.score(x[:, 0], z if z.ndim > 1 else z[:, None]), dtype=np.int64)
+        z = z.reshape(x.shape)
+        hits = np.stack([metric.score(x[:, c], z[:, c]) for c in range(x.shape[1])], axis=1)
+        return hits.min(axis=1).astype(np.int64)
+
+    def key(self) -> dict:
+        """What the law depends on besides the records: the network and the known columns."""
+        return {"network": network_key(self.network), "known": self.known}
+
+
+def network_key(network: BayesNet) -> str:
+    """SHA-256 of a fitted network (structure, domain and every conditional table)."""
+    import hashlib
+
+    h = hashlib.sha256(repr((network.columns, network.domain, network.parents, network.order)).encode())
+    for cpt in network.cpts:
+        h.update(np.ascontiguousarray(cpt).tobytes())
+    return h.hexdigest()
 
 
 _FITS: dict[tuple, BayesNet] = {}
@@ -383,6 +456,11 @@ class BayNetPrior:
     """
 
     name = "baynet"
+    #: stages.protocols: the records are rows of a table, and the law depends on each trial's known columns.
+    provides = "table"
+    per_trial = True
+    #: The stage cache fits the network once per table and settings (use_cache); None: fit in process.
+    _get_or_compute = None
 
     def __init__(self, dataset: str = "acs", data_dir: str | None = None, structure: str = "greedy",
                  degree: int = 2, root: str | None = None, seed: int = 0, n_records: int = 100,
@@ -391,6 +469,7 @@ class BayNetPrior:
             raise ValueError(f"structure must be one of {list(STRUCTURES)}, got {structure!r}.")
         self.dataset, self.structure, self.degree, self.root, self.seed = dataset, structure, degree, root, seed
         self._table = load_table(dataset, data_dir)
+        self.data_dir = data_dir
         if root is not None:
             column_indices(self._table.columns, [root], "root")
         self._network = None  # fitted on first use (the generic game refuses this prior before that)
@@ -401,18 +480,40 @@ class BayNetPrior:
                      known: Sequence[str] | None = None) -> "BayNetPrior":
         self = cls.__new__(cls)
         self.dataset, self.structure, self.degree, self.root, self.seed = None, None, None, None, None
-        self._table, self._network = None, network
+        self._table, self._network, self.data_dir = None, network, None
         self._setup(network.columns, n_records, targets, known)
         return self
 
     @property
     def network(self) -> BayesNet:
         if self._network is None:
-            key = (self._table.content_hash(), self.structure, int(self.degree), self.root, int(self.seed))
-            if key not in _FITS:  # in-process memo; the experiments cache the fit on disk (pipeline.cache)
-                _FITS[key] = fit_network(self._table, self.structure, self.degree, self.root, self.seed)
+            settings = {"structure": self.structure, "degree": int(self.degree), "root": self.root,
+                        "seed": int(self.seed)}
+            key = (self._table.content_hash(), *settings.values())
+            if key not in _FITS:  # in-process memo; with use_cache the fit is a stage on disk too
+                if self._get_or_compute is None:
+                    _FITS[key] = fit_network(self._table, **settings)
+                else:
+                    config = {"stage": "baynet", "version": FIT_STAGE_VERSION, "table": self._table.content_hash(),
+                              **settings}
+                    path = self._get_or_compute(
+                        "baynet", config, lambda directory: fit_network(self._table, **settings).save(directory))
+                    _FITS[key] = BayesNet.load(path)
             self._network = _FITS[key]
         return self._network
+
+    def use_cache(self, get_or_compute) -> "BayNetPrior":
+        """Fit the network through the stage cache (stage `baynet`, keyed by the table's content and the fit)."""
+        self._get_or_compute = get_or_compute
+        return self
+
+    def data_files(self) -> list:
+        """The table and domain files the network is fitted to (their hashes key the game's stages)."""
+        if self.dataset is None:
+            return []
+        from stages.prior.tabular import _dataset_file
+
+        return [_dataset_file(self.dataset, 0, self.data_dir), _dataset_file(self.dataset, 1, self.data_dir)]
 
     def _setup(self, columns: Sequence[str], n_records, targets, known) -> None:
         self._columns = tuple(columns)
@@ -450,21 +551,18 @@ class BayNetPrior:
             raise ValueError(f"n must equal the prior's n_records ({self.n_records}), got {n}.")
         return self.network.sample(rng, self.n_records)
 
+    @property
+    def domain_size(self) -> int:
+        """The widest target column's number of values."""
+        return max(self.domain[t] for t in self.targets)
+
+    def for_trial(self, X, metric=None) -> TrialPrior:
+        """The trial's law: each record's exact prior given its known columns (stages.protocols.TrialLaw)."""
+        return TrialPrior(self, X, metric)
+
     def given_known(self, X, metric) -> TrialPrior:
-        """Each record's exact prior given its known columns, its a-priori guess z* and p_i."""
-        x = np.asarray(X, dtype=np.int64)
-        evidence = x[:, self.known]
-        marginals = self.network.conditional_marginals(self.known, evidence, self.unknown)
-        if isinstance(metric, Within) and len(self.targets) > 1:
-            raise ValueError(f"metric=within scores one target column, got targets {[self.columns[t] for t in self.targets]}; "
-                             "use metric=exact for several columns.")
-        if len(self.targets) == 1 or not isinstance(metric, Exact):
-            probs = marginals[self.targets[0]]
-            guess = np.asarray(metric.best_guess(probs, 1))[:, :1]
-            p = metric.success_probability(probs, guess)
-        else:
-            guess, p = self.network.joint_map(self.known, evidence, self.targets)
-        return TrialPrior(marginals=marginals, guess=guess, prior_success=np.clip(p, 0.0, 1.0))
+        """The trial's law with z* and p_i for ``metric`` (for_trial with that metric)."""
+        return TrialPrior(self, X, metric)
 
     def score(self, X, z, metric) -> np.ndarray:
         """l_i: 1 where every target column of record i is hit by z_i (exact, or within for one column)."""
@@ -473,13 +571,13 @@ class BayNetPrior:
         hits = np.stack([metric.score(x[:, c], z[:, c]) for c in range(x.shape[1])], axis=1)
         return hits.min(axis=1).astype(np.int64)
 
-    # The generic game (pipeline/game.py) fixes z* before any record is drawn; a BayNet prior's z*
-    # depends on each trial's known columns, so it refuses that game with a pointer to the experiments.
+    # A BayNet prior's z* and p_i depend on each trial's known columns: they come from for_trial(X), and a box
+    # that needs one law for every trial (a bound without per-trial laws) is told so.
     def a_priori_guess(self, metric, k: int = 1):
-        raise ValueError(GENERIC_GAME_MESSAGE)
+        raise ValueError(PER_TRIAL_MESSAGE)
 
     def success_probability(self, z, metric):
-        raise ValueError(GENERIC_GAME_MESSAGE)
+        raise ValueError(PER_TRIAL_MESSAGE)
 
     def params(self) -> dict:
         return {"prior": self.name, "dataset": self.dataset, "structure": self.structure, "degree": self.degree,

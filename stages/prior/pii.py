@@ -21,10 +21,25 @@ Recipe (the paper's, with the choices it leaves open made explicit):
   - `log_likelihood`: Pr[name] proportional to p_LM(name | context), the softmax of the total
     log-likelihoods: the LM's own conditional distribution restricted to the candidates, which is the
     Bayesian prior of an adversary holding that LM. It is much more peaked.
+* Context copies, `context_copies`: a context's left text often already names a candidate (forwarded
+  headers, "To:" lists, a signature before a reply), and the LM then copies that name: its favourite
+  candidate is the one it has just read, with a probability far above the rest of the law.
+  - `keep` (default): every sampled context, the law as the LM gives it.
+  - `drop`: leave out every sampled context whose left text contains a candidate name (the whole
+    "First Last", matched as find_contexts matches names in bodies: case-sensitive, at word
+    boundaries), so the law covers first mentions only. The other contexts' laws are the LM's,
+    unchanged. Not the other way (striking the copied names from a context's candidates and
+    renormalising): that would edit the law the LM gives, and would give the true name probability 0
+    where it is the copied one (a person named twice), which no adversary reading the context does.
+    The selection uses the text only, not the LM, so the same contexts stay for any model and
+    `score`, and it applies to the scores of all sampled contexts: `drop` reuses `keep`'s cached
+    scores and never rescores (the law has fewer contexts than `n_contexts`; law_summary() says how
+    many). The paper (Sec. 4.1) samples 500 sequences and says nothing on names that occur twice.
 
 Outputs: `law()` (contexts x candidates), `law_summary()` (max, median and 10th percentile of all
-those probabilities: the paper's min is ~0, so its footnote uses the 10th percentile), and the
-Prior itself: canary i takes context i mod n_contexts and its `domain_size` most probable
+those probabilities: the paper's min is ~0, so its footnote uses the 10th percentile; and how often a
+context names a candidate and the LM's favourite is such a copy, whatever `context_copies`), and the
+Prior itself: canary i takes the law's context i mod (its number of contexts) and its `domain_size` most probable
 candidates, renormalised, most probable first (the paper scales each prior down to 10 secrets
 without saying how; this is our choice).
 
@@ -51,9 +66,10 @@ from stages.bound import _validate
 from stages.prior.base import Prior, note_data, resolve_data_dir, validate_probabilities
 
 __all__ = ["PIIPrior", "Context", "header_names", "read_messages", "find_contexts", "score_candidates",
-           "law_from_scores", "SCORES"]
+           "law_from_scores", "names_in_text", "SCORES", "CONTEXT_COPIES"]
 
 SCORES = ("inverse_perplexity", "log_likelihood")
+CONTEXT_COPIES = ("keep", "drop")
 SCORES_STAGE_VERSION = 1
 _NAME_TOKEN = re.compile(r"^[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?$")
 _NOT_PEOPLE = {
@@ -145,6 +161,13 @@ def find_contexts(messages, context_chars: int = 200, min_context_words: int = 3
             seen.add((left, match.group(1)))
             contexts.append(Context(left, match.group(1), source))
     return contexts, counts
+
+
+def names_in_text(names: list[str], texts: list[str]) -> np.ndarray:
+    """(len(texts), len(names)) bool: name k occurs in text c, case-sensitive at word boundaries (as in find_contexts)."""
+    patterns = [re.compile(r"\b" + re.escape(name) + r"\b") for name in names]
+    return np.array([[p.search(text) is not None for p in patterns] for text in texts], dtype=bool).reshape(
+        len(texts), len(names))
 
 
 def _candidate_trie(cand_ids, chunk_size):
@@ -299,6 +322,9 @@ class PIIPrior(Prior):
     """n canaries whose m candidate secrets are the names an LM finds most likely in an Enron context."""
 
     name = "pii"
+    #: Settings that came after cached artifacts: at these values the trials stage key leaves them out
+    #: (pipeline.game.trials_stage_config), so it is the key from before they existed.
+    STAGE_KEY_DEFAULTS = {"context_copies": "keep"}
 
     def __init__(
         self,
@@ -312,6 +338,7 @@ class PIIPrior(Prior):
         context_chars: int = 200,
         min_context_words: int = 3,
         score: str = "inverse_perplexity",
+        context_copies: str = "keep",
         batch_size: int = 1024,
         threads: int | None = None,
         seed: int = 0,
@@ -328,7 +355,12 @@ class PIIPrior(Prior):
         self.seed = _validate.integer("seed", seed, minimum=0)
         if score not in SCORES:
             raise ValueError(f"score must be one of {list(SCORES)}, got {score!r}.")
-        self.score = score
+        self.scoring = score  # the config key `score` (not the protocol method score)
+        if context_copies not in CONTEXT_COPIES:
+            raise ValueError(f"prior.context_copies must be keep (every sampled context) or drop (leave out the contexts "
+                             f"whose left text already names a candidate), got {context_copies!r}; "
+                             f"set prior.context_copies=keep or prior.context_copies=drop.")
+        self.context_copies = context_copies
         self.progress = bool(progress)
         self.enron = enron
         folder = _resolve_enron(enron, data_dir)
@@ -347,6 +379,12 @@ class PIIPrior(Prior):
         rng = np.random.default_rng(self.seed)
         chosen = np.sort(rng.choice(len(usable), size=min(self.n_contexts, len(usable)), replace=False))
         self.contexts = [usable[i] for i in chosen]
+        # context c's left text names candidate k (the LM may copy it); `drop` keeps the rows naming none
+        self.named = names_in_text(self.candidates, [c.left for c in self.contexts])
+        self.kept = np.flatnonzero(~self.named.any(axis=1)) if context_copies == "drop" else np.arange(len(self.contexts))
+        if len(self.kept) == 0:
+            raise ValueError(f"prior.context_copies=drop leaves no context: all {len(self.contexts)} sampled contexts name "
+                             f"a candidate in their left text; raise prior.n_contexts or set prior.context_copies=keep.")
         self._cache: Callable | None = None
         self._scores: tuple[np.ndarray, np.ndarray] | None = None
         self._top: tuple[np.ndarray, np.ndarray] | None = None
@@ -391,15 +429,30 @@ class PIIPrior(Prior):
 
     # -- the two outputs ------------------------------------------------------------------------------
     def law(self) -> np.ndarray:
-        """Pr[candidate k | context c] under `score`: array (n_contexts, n_candidates), rows sum to 1."""
-        return law_from_scores(*self.scores(), score=self.score)
+        """Pr[candidate k | context c] under `score`: array (contexts kept, n_candidates), rows sum to 1.
+
+        Row r is the context self.kept_contexts[r]: all sampled contexts under context_copies=keep, those
+        whose left text names no candidate under drop."""
+        return law_from_scores(*self.scores(), score=self.scoring)[self.kept]
+
+    @property
+    def kept_contexts(self) -> list[Context]:
+        """The contexts of the law's rows, in order."""
+        return [self.contexts[i] for i in self.kept]
 
     def law_summary(self) -> dict:
-        """max, median and 10th percentile of the candidate probabilities over all contexts (Figure novel_bounds)."""
-        p = self.law().reshape(-1)
+        """max, median and 10th percentile of the candidate probabilities over the law's contexts (Figure
+        novel_bounds), and the context-copy effect over all sampled contexts: the fraction whose left text
+        names a candidate (`named_fraction`) and the fraction whose most probable candidate is one of
+        those (`favourite_named_fraction`, the LM copying a name it has read), whatever context_copies is."""
+        full = law_from_scores(*self.scores(), score=self.scoring)
+        favourite = np.argmax(full, axis=1)
+        p = full[self.kept].reshape(-1)
         return {"max": float(p.max()), "median": float(np.median(p)), "p10": float(np.percentile(p, 10)),
-                "min": float(p.min()), "n_contexts": len(self.contexts), "n_candidates": len(self.candidates),
-                "score": self.score}
+                "min": float(p.min()), "n_contexts": len(self.kept), "n_candidates": len(self.candidates),
+                "score": self.scoring, "context_copies": self.context_copies, "n_contexts_sampled": len(self.contexts),
+                "named_fraction": float(self.named.any(axis=1).mean()),
+                "favourite_named_fraction": float(self.named[np.arange(len(full)), favourite].mean())}
 
     def _top_candidates(self) -> tuple[np.ndarray, np.ndarray]:
         if self._top is None:
@@ -412,7 +465,7 @@ class PIIPrior(Prior):
 
     @property
     def probabilities(self) -> np.ndarray:
-        """Canary i: the m most probable candidates of context i mod C, renormalised, most probable first."""
+        """Canary i: the m most probable candidates of the law's context i mod C, renormalised, most probable first."""
         return self._top_candidates()[0]
 
     @property
@@ -434,5 +487,6 @@ class PIIPrior(Prior):
 
     def params(self) -> dict:
         return {"prior": self.name, "n_targets": self.n, "domain_size": self.m, "enron": self.enron,
-                "n_contexts": len(self.contexts), "n_candidates": len(self.candidates), "score": self.score,
+                "n_contexts": len(self.kept), "n_candidates": len(self.candidates), "score": self.scoring,
+                "context_copies": self.context_copies, "n_contexts_sampled": len(self.contexts),
                 "seed": self.seed, "model": self.model.params()}

@@ -7,6 +7,8 @@ import json
 import pytest
 from clitools import SMALL, run_cli
 
+pytestmark = pytest.mark.slow  # runs `python -m pipeline` in subprocesses; in the default run, not in `-m "not slow"`
+
 
 def _metrics_files(root):
     return sorted(root.rglob("metrics.json"))

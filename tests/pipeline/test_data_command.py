@@ -360,6 +360,7 @@ def test_a_pinned_checksum_mismatch_removes_the_download(server, tmp_path):
     assert not dest.exists() and not dest.with_name("x.txt.part").exists()
 
 
+@pytest.mark.slow
 def test_an_unreachable_source_is_one_sentence_nonzero_and_writes_nothing(tmp_path):
     data_dir = tmp_path / "data"
     data_dir.mkdir()
@@ -467,10 +468,9 @@ def test_every_data_file_a_config_names_is_in_tests_data(compose_config):
         for option in options(group):
             cfg = OmegaConf.to_container(compose_config(f"{group}={option}"), resolve=False)
             named.update({value: f"{group}={option}: {key}" for key, value in _data_paths(cfg)})
-    try:  # the stand-ins; the paper's tables (FETCHED) are what `fetch` writes, not shipped
-        from stages.prior.tabular import STAND_INS
-    except ImportError:
-        STAND_INS = {}
+    # the stand-ins; the paper's tables (FETCHED) are what `fetch` writes, not shipped
+    from stages.prior.tabular import STAND_INS
+
     named.update({path: f"stages.prior.tabular.STAND_INS[{name!r}]" for name, paths in STAND_INS.items() for path in paths})
     assert "passwords/rockyou-top100k-9digit-withcount.csv" in named
     missing = {path: where for path, where in named.items() if not (TEST_DATA / path).exists()}

@@ -25,6 +25,7 @@ def _error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.strip().splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_two_runs_started_together_get_two_folders(tmp_path):
     """Issue: two runs started in the same second shared runs/<date>/<H-M-S>; one metrics.json was lost."""
     procs = [_popen(*SMALL, f"seed={seed}", cwd=tmp_path) for seed in (1, 2)]
@@ -41,6 +42,7 @@ def test_two_runs_started_together_get_two_folders(tmp_path):
         assert (path.parent / "game.log").read_text().count("trials: 10/10 trials") == 1
 
 
+@pytest.mark.slow
 def test_two_sweeps_started_together_get_two_folders(tmp_path):
     procs = [_popen("-m", *SMALL, f"seed={seed}", "mechanism.epsilon=1,2", cwd=tmp_path) for seed in (1, 2)]
     outputs = [p.communicate(timeout=300) for p in procs]
@@ -72,6 +74,7 @@ def test_exclusive_write_lets_exactly_one_of_many_processes_win(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]  # no temporary file left
 
 
+@pytest.mark.slow
 def test_a_second_job_in_a_used_folder_is_refused_and_changes_nothing(tmp_path):
     folder = tmp_path / "fixed"
     first = run_cli(*SMALL, f"hydra.run.dir={folder}", cwd=tmp_path)
@@ -90,6 +93,7 @@ def test_a_second_job_in_a_used_folder_is_refused_and_changes_nothing(tmp_path):
     assert after == files, sorted(k for k in set(after) | set(files) if after.get(k) != files.get(k))
 
 
+@pytest.mark.slow
 def test_refused_value_leaves_no_job_folder(tmp_path):
     """Issue: a refused value left .hydra/ and an empty game.log behind."""
     result = run_cli(*SMALL, "mechanism.epsilon=-1", cwd=tmp_path)
@@ -97,6 +101,7 @@ def test_refused_value_leaves_no_job_folder(tmp_path):
     assert not list(tmp_path.rglob(".hydra")) and not (tmp_path / "outputs" / "runs").exists()
 
 
+@pytest.mark.slow
 def test_refused_job_in_a_sweep_is_named_and_the_others_finish(tmp_path):
     sweep = tmp_path / "sweep"
     result = run_cli("-m", *SMALL, "mechanism.epsilon=-1,2", f"hydra.sweep.dir={sweep}", cwd=tmp_path)
@@ -106,6 +111,7 @@ def test_refused_job_in_a_sweep_is_named_and_the_others_finish(tmp_path):
     assert not (sweep / "0").exists() and (sweep / "1" / "metrics.json").is_file()
 
 
+@pytest.mark.slow
 def test_failing_submitit_job_ends_with_its_error_then_its_log(tmp_path):
     """Also: under submitit the jobs land in the sweep folder the sweep's process named (${unique:} is resolved once)."""
     result = run_cli("-m", *SMALL, "mechanism.epsilon=-1,2", "hydra/launcher=submitit_local", cwd=tmp_path)
@@ -120,6 +126,7 @@ def test_failing_submitit_job_ends_with_its_error_then_its_log(tmp_path):
     assert not (sweep / "0").exists() and (sweep / "1" / "metrics.json").is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("what", ["file", "under_a_file"])
 def test_outputs_dir_that_is_a_file_gets_one_line(what, tmp_path):
     blocker = tmp_path / "blocker"
@@ -132,6 +139,7 @@ def test_outputs_dir_that_is_a_file_gets_one_line(what, tmp_path):
     assert blocker.read_text() == "not a folder"
 
 
+@pytest.mark.slow
 def test_missing_task_counts_file_gets_one_line_and_no_folder(tmp_path):
     result = run_cli("experiment=zipf_calibration", "task.counts_file=passwords/nope.csv", cwd=tmp_path)
     assert result.returncode == 2
@@ -140,6 +148,7 @@ def test_missing_task_counts_file_gets_one_line_and_no_folder(tmp_path):
     assert not list(tmp_path.rglob(".hydra"))
 
 
+@pytest.mark.slow
 def test_ctrl_c_gets_one_line(tmp_path):
     # A job started in the background (`nohup ... &`, some CI runners) inherits SIGINT ignored, and then
     # Python never raises KeyboardInterrupt: give the child the default disposition, as a terminal does.
@@ -172,6 +181,7 @@ class CrashingPrior(UniformPrior):
 '''
 
 
+@pytest.mark.slow
 def test_crashing_submitit_job_ends_with_its_error_then_its_log(tmp_path):
     """A bug in a box (not a refused value): the sweep's process names the error and the log with the traceback."""
     (tmp_path / "crashing_box.py").write_text(_CRASHING_PRIOR)

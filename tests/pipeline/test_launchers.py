@@ -28,6 +28,7 @@ def _check_sweep(sweep_dir, result):
     assert jobs["0"][0]["bound"]["0.95"] <= jobs["1"][0]["bound"]["0.95"]
 
 
+@pytest.mark.slow
 def test_basic_sweep_and_its_report(tmp_path):
     sweep_dir = tmp_path / "sweep"
     _check_sweep(sweep_dir, run_cli(*SWEEP, f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path))
@@ -40,11 +41,13 @@ def test_basic_sweep_and_its_report(tmp_path):
     assert (sweep_dir / "figures" / "report.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_report_of_a_folder_without_jobs_says_so(tmp_path):
     result = run_cli(str(tmp_path), module="pipeline.report", cwd=tmp_path)
     assert result.returncode == 2 and "no metrics.json" in result.stderr
 
 
+@pytest.mark.slow
 def test_submitit_local_sweep(tmp_path):
     sweep_dir = tmp_path / "sweep"
     result = run_cli(*SWEEP, "hydra/launcher=submitit_local", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path)
@@ -94,6 +97,7 @@ def test_slurm_profile_asks_for_no_gpu_and_modest_memory(compose_config):
     assert launcher.mem_gb <= 16 and launcher.cpus_per_task <= 4
 
 
+@pytest.mark.slow
 @pytest.mark.slurm
 def test_slurm_sweep_on_the_local_cluster(tmp_path, slurm_cluster):
     sweep_dir = tmp_path / "sweep"
@@ -103,6 +107,7 @@ def test_slurm_sweep_on_the_local_cluster(tmp_path, slurm_cluster):
     assert submitted and "#SBATCH --partition=debug" in submitted[0].read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.slurm
 def test_the_slurm_profile_runs_on_a_cpu_partition(tmp_path, slurm_cluster):
     """conf/hydra/launcher/slurm.yaml as the README uses it, on the GPU-less local node: no gres error."""

@@ -10,6 +10,8 @@ from omegaconf import OmegaConf
 
 from pipeline.report import collect, missing_jobs, report_figure
 
+pytestmark = pytest.mark.slow  # runs `python -m pipeline` in subprocesses; in the default run, not in `-m "not slow"`
+
 # 4 jobs: one_run and the kgk comparator, at 10 and 20 targets, one epsilon.
 SWEEP = ("-m", "bound=one_run,comparator", "prior.n_targets=10,20", "trials=5", "attack.k=2")
 

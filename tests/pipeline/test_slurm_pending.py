@@ -122,6 +122,7 @@ def _gone(job_ids: list[str], within: float = 20) -> list[str]:
     return left
 
 
+@pytest.mark.slow
 @pytest.mark.slurm
 def test_more_cpus_than_any_node_fails_at_once_and_leaves_no_job(tmp_path, slurm_cluster):
     sweep_dir = tmp_path / "sweep"
@@ -139,6 +140,7 @@ def test_more_cpus_than_any_node_fails_at_once_and_leaves_no_job(tmp_path, slurm
     assert not (ids and _gone(ids)), "the sweep left its jobs in the queue"
 
 
+@pytest.mark.slow
 @pytest.mark.slurm
 def test_more_memory_than_any_node_is_refused_in_one_sentence(tmp_path, slurm_cluster):
     result = run_cli(*SWEEP, "hydra.launcher.mem_gb=100000", f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path,
@@ -148,6 +150,7 @@ def test_more_memory_than_any_node_is_refused_in_one_sentence(tmp_path, slurm_cl
     assert errors[0].startswith("error: hydra.launcher.mem_gb=100000 exceeds every node"), errors
 
 
+@pytest.mark.slow
 @pytest.mark.slurm
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_an_interrupted_sweep_cancels_its_jobs(tmp_path, slurm_cluster, signum, status):

@@ -96,6 +96,7 @@ _KILLED_STAGE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_job_killed_inside_a_stage_leaves_no_artifact_and_the_next_job_resumes(tmp_path):
     root = tmp_path / "cache"
     proc = subprocess.Popen([sys.executable, "-c", _KILLED_STAGE, str(root)], stdout=subprocess.PIPE, text=True)

@@ -8,7 +8,7 @@ from stages.attack.posterior import PosteriorAttack, exact_posterior_marginals
 from stages.mechanism.noisy_marginals import MarginalRelease, NoisyMarginals, marginal_subsets, marginal_table
 from stages.metric import Exact
 from stages.prior.baynet import BayNetPrior
-from tests.tabular.tabular_helpers import random_network
+from tabular_helpers import random_network  # tests/stages/tabular_helpers.py
 
 # 4 columns, the binary target c3 last; 3 known columns give 3 released (a, b, c3) tables.
 DOMAIN, PARENTS = (2, 3, 2, 2), ((), (0,), (0, 1), (1, 2))
@@ -85,7 +85,8 @@ def test_exact_release_uses_the_surrogate_scale_and_refuses_nuisance_columns():
 
 
 def test_tabular_epsilon_plays_the_posterior_objective(compose_config, tmp_path):
-    """objectives may list posterior (never a default; alone here, so no RAP compile): from its own cache stage."""
+    """objectives may list posterior (never a default; alone here, so no RAP compile): the game's attack, its
+    relaxed table the game's cached attack stage."""
     from pipeline import experiments
 
     cfg = compose_config("experiment=tabular_epsilon", "trials=2", "prior.n_records=30", "attack.steps=50",
@@ -96,6 +97,6 @@ def test_tabular_epsilon_plays_the_posterior_objective(compose_config, tmp_path)
     assert {r["objective"] for r in rows} == {"posterior"} and len(rows) == 2
     for r in rows:
         assert 0 <= r["attack_mean"] <= 30
-    assert (tmp_path / "outputs" / "cache" / "tabular_posterior").is_dir()
+    assert len(list((tmp_path / "outputs" / "cache" / "attack").iterdir())) == 2 * 2  # 2 trials x 2 eps
     with pytest.raises(ValueError, match="objectives must list"):
         experiments.run_task(compose_config("experiment=tabular_epsilon", "task.objectives=[bogus]"), tmp_path / "j2")

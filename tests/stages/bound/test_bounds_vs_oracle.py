@@ -1,4 +1,4 @@
-"""Every bound the library returns against the exact worst case over all DP mechanisms (tests/bound/lp_oracle.py).
+"""Every bound the library returns against the exact worst case over all DP mechanisms (tests/stages/bound/lp_oracle.py).
 
 The oracle maximises Pr[>= v of n targets succeed] over *every* mechanism meeting the (eps, delta)
 constraints between replace-one neighbours (n <= 4 binary or n <= 3 ternary secrets, uniform and

@@ -131,3 +131,91 @@ def test_trie_scoring_of_names_sharing_prefixes(tiny, architecture):
     assert torch.get_num_threads() == before and np.allclose(again, direct, rtol=0, atol=1e-4)
     with pytest.raises(ValueError, match=r"^batch_size must be an integer >= 1, got 0"):
         score_candidates(model, tokenizer, contexts, names, batch_size=0)
+
+
+def _maildir(root, bodies: list[str]):
+    """A maildir of messages from John Smith to Mary Jones (the two candidate names) with the given bodies."""
+    folder = root / "inbox"
+    folder.mkdir(parents=True)
+    for i, body in enumerate(bodies):
+        (folder / f"{i}.").write_text(f"From: a@b.com\nX-From: John Smith\nX-To: Mary Jones\n\n{body}\n")
+    return root
+
+
+COPY_BODIES = [
+    "We need the gas report by noon from Mary Jones",
+    "Forwarded by John Smith on Monday to the whole desk, and again Mary Jones",
+    "The trading desk meeting moved, please tell John Smith",
+]
+
+
+def test_context_copies_drop_leaves_out_the_contexts_that_name_a_candidate(tiny, tmp_path):
+    """context_copies=drop: the law keeps the contexts whose left text names no candidate, each with the
+    LM's law unchanged, from the same cached scores as keep (no rescoring); keep (the default) is every context."""
+    from pipeline.cache import StageCache
+    from stages.prior.pii import names_in_text
+
+    cache = StageCache(tmp_path / "cache")
+    kwargs = dict(n_targets=5, domain_size=2, enron=str(_maildir(tmp_path / "maildir", COPY_BODIES)), n_contexts=50,
+                  min_context_words=2, progress=False)
+    keep = PIIPrior(tiny, **kwargs).use_cache(cache.get_or_compute)
+    assert keep.context_copies == "keep" and sorted(keep.candidates) == ["John Smith", "Mary Jones"]
+    lefts = [c.left for c in keep.contexts]
+    assert len(lefts) == 4 and sum("John Smith" in left for left in lefts) == 1  # "... Forwarded by John Smith ... Mary Jones"
+    named = names_in_text(keep.candidates, lefts).any(axis=1)
+    assert np.allclose(keep.law(), law_from_scores(*keep.scores())), "keep: today's law, every context"
+    drop = PIIPrior(tiny, context_copies="drop", **kwargs).use_cache(cache.get_or_compute)
+    assert drop.stage_config() == keep.stage_config()
+    assert np.allclose(drop.law(), keep.law()[~named]) and drop.law().shape == (3, 2)
+    assert len(cache.computed) == 1 and len(cache.reused) == 1, "drop reuses keep's scores"
+    assert not any(n in c.left for c in drop.kept_contexts for n in drop.candidates)
+    k, d = keep.law_summary(), drop.law_summary()
+    assert (k["n_contexts"], k["n_contexts_sampled"], d["n_contexts"], d["n_contexts_sampled"]) == (4, 4, 3, 4)
+    assert k["named_fraction"] == d["named_fraction"] == 0.25 and k["favourite_named_fraction"] == d["favourite_named_fraction"]
+    assert d["max"] == pytest.approx(keep.law()[~named].max()) and d["context_copies"] == "drop"
+    top = np.sort(drop.law()[1])[::-1]
+    assert np.allclose(drop.probabilities[4], top / top.sum()), "canary i takes the law's context i mod 3"
+    assert drop.params()["context_copies"] == "drop" and drop.params()["n_contexts"] == 3
+
+    with pytest.raises(ValueError) as err:
+        PIIPrior(tiny, context_copies="filter", **kwargs)
+    assert str(err.value) == ("prior.context_copies must be keep (every sampled context) or drop (leave out the contexts "
+                              "whose left text already names a candidate), got 'filter'; "
+                              "set prior.context_copies=keep or prior.context_copies=drop.")
+    only_copies = _maildir(tmp_path / "copies", ["Dear all, John Smith here and there, not Mary Jones. Call John Smith"])
+    with pytest.raises(ValueError, match=r"^prior.context_copies=drop leaves no context: all 2 sampled contexts .*"
+                                         r"set prior.context_copies=keep\.$"):
+        PIIPrior(tiny, **{**kwargs, "enron": str(only_copies), "min_context_words": 3}, context_copies="drop")
+
+
+def test_context_copies_keep_leaves_the_stage_keys_as_they_were(compose_config, tmp_path):
+    """The default (keep) is left out of the trials stage key (the key from before the setting existed);
+    drop is in it. The pii_law rows of a drop law say so in their name."""
+    from omegaconf import open_dict
+
+    from pipeline import experiments
+    from pipeline.game import build_boxes, trials_stage_config
+
+    enron = str(_maildir(tmp_path / "maildir", COPY_BODIES))
+    settings = ("prior=pii", "model=tiny", f"prior.enron={enron}", "prior.min_context_words=2", "prior.progress=false",
+                "prior.domain_size=2", "prior.n_targets=5")
+    cfg = compose_config(*settings)
+    key = trials_stage_config(cfg, 0, 2, build_boxes(cfg))
+    assert cfg.prior.context_copies == "keep" and "context_copies" not in key["prior"]
+    before = cfg.copy()
+    with open_dict(before):
+        del before.prior["context_copies"]  # the config before the setting existed
+    assert trials_stage_config(before, 0, 2, build_boxes(before)) == key
+    dropped = compose_config(*settings, "prior.context_copies=drop")
+    assert trials_stage_config(dropped, 0, 2, build_boxes(dropped))["prior"]["context_copies"] == "drop"
+
+    metrics = experiments.run_task(compose_config("experiment=pii_law", *settings[1:], "prior.context_copies=drop",
+                                                  "task.eps_points=3"), tmp_path / "law")
+    assert {r["prior_name"] for r in metrics["table"]} == {"pii_inverse_perplexity_copies_dropped"}
+    law = metrics["headline"]["law"]
+    assert (law["n_contexts"], law["n_contexts_sampled"], law["named_fraction"]) == (3, 4, 0.25)
+    law = f"{{law: pii, context_copies: drop, enron: '{enron}', min_context_words: 2, progress: false}}"
+    metrics = experiments.run_task(compose_config("experiment=advantage_by_prior", "model=tiny", "task.eps_points=3",
+                                                  f"+task.priors.pii={law}"), tmp_path / "advantage")
+    assert metrics["laws"]["pii"]["source"].endswith("(context copies dropped: 3 of 4 sampled)")
+    assert metrics["stages"]["reused"] and not metrics["stages"]["computed"], "the pii_law job's scores are reused"

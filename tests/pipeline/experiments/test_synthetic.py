@@ -17,7 +17,7 @@ from pipeline import experiments
 from pipeline.experiments import synthetic
 from pipeline.game import ConfigError
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CONF_DIR = Path(pipeline.CONF_DIR)
 DATA = Path(os.environ.get("ADVBOUNDS_DATA", REPO / "tests" / "data"))  # tests/conftest.py sets it
 ROCKYOU_9DIGIT = DATA / "passwords" / "rockyou-top100k-9digit-withcount.csv"
@@ -160,6 +160,7 @@ def test_rr_closed_form_against_enumeration():
     assert bound >= got
 
 
+@pytest.mark.slow
 def test_idealized_gaussian_sweep_writes_the_experiment_table(tmp_path):
     """`python -m pipeline -m experiment=idealized_gaussian` (shrunk): one job per prior x eps, then the table."""
     env = {**os.environ, "WANDB_MODE": "offline", "HYDRA_FULL_ERROR": "0"}

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = Path(__file__).resolve().parents[3] / "conf"
 
 
 @pytest.mark.parametrize("group,option", [("model", "gpt2"), ("model", "smollm2"), ("model", "tiny"),

@@ -17,7 +17,7 @@ from pipeline.game import ConfigError
 from stages.prior.baynet import BayNetPrior
 from stages.prior.tabular import DATASETS, FETCHED, STAND_INS, load_table, read_domain
 
-TEST_DATA = Path(__file__).resolve().parents[1] / "data"
+TEST_DATA = Path(__file__).resolve().parents[2] / "data"
 SMALL = ["trials=1", "prior.n_records=20", "attack.steps=20"]
 
 

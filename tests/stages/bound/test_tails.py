@@ -164,6 +164,68 @@ def test_distribution_grouped_matches_recursion():
     np.testing.assert_allclose(d.sf_all(), sf_from_pmf(expected), atol=ABS, rtol=0)
 
 
+# --------------------------------------------------------------------------------------------
+# One tail implementation (PoissonBinomial.tail): the same numbers as the two it replaced
+# --------------------------------------------------------------------------------------------
+def old_sf_all(d: tails.PoissonBinomial) -> np.ndarray:
+    """PoissonBinomial.sf_all as it was before Tail (the trimmed mass added to every v > 0)."""
+    tail = np.zeros(d.n + 2)
+    rev = np.cumsum(d.pmf[::-1])[::-1]
+    hi = d.offset + len(d.pmf)
+    tail[: d.offset + 1] = 1.0
+    tail[d.offset : hi] = rev
+    tail[1:] = np.minimum(1.0, tail[1:] + d.trimmed)
+    tail[0] = 1.0
+    return tail
+
+
+def old_theorems_ext(d: tails.PoissonBinomial) -> np.ndarray:
+    """theorems._Tail.ext as it was: ext[k] = T(offset - 1 + k), T(offset) = 1."""
+    rev = np.minimum(1.0, np.cumsum(d.pmf[::-1])[::-1] + d.trimmed)
+    rev[0] = 1.0
+    return np.concatenate([[1.0], rev, [min(1.0, d.trimmed)]])
+
+
+def old_first_below(ext: np.ndarray, offset: int, n: int, t: float) -> int:
+    if t >= 1.0:
+        return 0
+    k = int(np.searchsorted(-ext, -t, side="left"))
+    return int(offset - 1 + k) if k < len(ext) else n + 1
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tail_gives_the_old_sf_all_and_theorems_tail(seed):
+    """Tail (tails.py) replaced PoissonBinomial.sf_all's own computation and theorems._Tail: the same
+    ext bit for bit, hence every lookup, first_below and window sum of theorems._Tail; sf_all equal to
+    the old one except at v = offset > 0, where it is now 1 (old: the kept mass plus the trimmed mass,
+    1 up to rounding), as theorems._Tail always had it."""
+    rng = np.random.default_rng(seed)
+    cases = [rng.beta(0.5, 2.0, n) for n in (1, 9, 70, 400, 3000)]  # 400, 3000: trimmed, offset > 0
+    cases += [np.repeat(rng.uniform(0, 1, 3), [500, 40, 5]), np.concatenate([np.ones(7), np.zeros(3)]),
+              np.concatenate([np.full(300, 0.5), [1e-20]])]
+    for beta in cases:
+        d = tails.distribution(beta)
+        t = d.tail()
+        ext = old_theorems_ext(d)
+        assert t.offset == d.offset and t.n == d.n and np.array_equal(t.ext, ext)
+        u = np.arange(-3, d.n + 5)
+        want = ext[np.clip(u - (d.offset - 1), 0, len(ext) - 1)]
+        assert np.array_equal(t(u), want) and [t.value(int(x)) for x in u] == want.tolist()
+        for thr in (0.0, 1e-300, 1e-12, 0.05, 0.5, 0.95, 1.0):
+            assert t.first_below(thr) == old_first_below(ext, d.offset, d.n, thr)
+        for lo, hi in ((-2, 3), (0, d.n + 1), (d.offset, d.offset + len(d.pmf) // 2), (d.n - 2, d.n + 6)):
+            lo = min(lo, hi)
+            k = np.arange(lo, hi + 1) - (d.offset - 1)
+            assert t.window_sum(lo, hi, exact=True) == pytest.approx(float(np.sum(ext[np.clip(k, 0, len(ext) - 1)])),
+                                                                    rel=1e-13, abs=1e-300)
+        old, new = old_sf_all(d), d.sf_all()
+        differs = np.flatnonzero(old != new)
+        assert set(differs.tolist()) <= {d.offset}, (differs, d.offset)
+        if differs.size:
+            assert new[d.offset] == 1.0 and old[d.offset] >= 1.0 - 1e-12
+        assert np.array_equal(d.sf(np.array([-1, 0, d.n // 2, d.n + 3])), new[[0, 0, d.n // 2, d.n + 1]])
+
+
 def test_all_zero_and_all_one():
     assert np.array_equal(tails.poisson_binomial_pmf(np.zeros(5)), [1, 0, 0, 0, 0, 0])
     assert np.array_equal(tails.poisson_binomial_pmf(np.ones(5)), [0, 0, 0, 0, 0, 1])

@@ -22,7 +22,10 @@ def test_llm_canaries_job_writes_its_row_and_reuses_its_trainings(prior, compose
     metrics = run_task(cfg, tmp_path / "job")
     (row,) = metrics["table"]
     assert row["prior_name"] == prior and row["eps"] == 10 and row["trials"] == 2
-    assert len(metrics["attack_successes"]) == len(metrics["model_only_successes"]) == 2
+    # Issue 15: one game of the engine with every variant scored on the same releases, each with its bound
+    assert set(metrics["attacks"]) == {"model_attack", "model_only", "fitted"}
+    assert all(len(a["successes"]) == 2 and a["bound"] == metrics["bound"] for a in metrics["attacks"].values())
+    assert metrics["ideal"]["boxes"]["mechanism"] == "gaussian" and metrics["ideal"]["trials"] == 20
     assert 0 <= row["prior_mean"] <= 10 and 0 <= row["ideal_mean"] <= 10
     assert row["bound_0.05"] <= row["bound_0.5"] <= row["bound_0.95"] <= 10
     # Issue 14 items 2, 6, 16: the theorem, the model, and the exceedance at every confidence for every variant
@@ -33,12 +36,15 @@ def test_llm_canaries_job_writes_its_row_and_reuses_its_trainings(prior, compose
             assert 0 <= row[f"{variant}exceed_{c}"] <= 1
     assert row["select_trials"] == row["heldout_trials"] == 1
     assert metrics["privacy"]["epsilon_replace_one"] <= 10 < metrics["privacy"]["epsilon_replace_one"] * 1.01
-    stages = {s for s, _ in metrics["stages"]["computed"]}
-    assert "dpsgd_release" in stages and (prior != "pii" or "pii_scores" in stages)
+    cache = metrics["stages"]  # the game's own trials stage, and what the job computed
+    assert cache["trials"]["reused"] is False
+    computed = {s for s, _ in cache.get("computed", [])}
+    assert "dpsgd_release" in computed and (prior != "pii" or "pii_scores" in computed)
     assert (tmp_path / "job" / "figures" / "llm_canaries.png").stat().st_size > 0
     assert json.loads((tmp_path / "job" / "metrics.json").read_text())["table"] == json.loads(json.dumps(metrics["table"]))
     again = run_task(cfg, tmp_path / "job2")
     assert again["stages"]["computed"] == [] and again["attack_successes"] == metrics["attack_successes"]
+    assert again["stages"]["trials"]["reused"] is True
 
 
 def test_llm_canaries_refuses_other_boxes(compose, tmp_path):
@@ -131,6 +137,7 @@ def test_sweep_configs_compose(compose):
     assert compose("experiment=llm_canaries", "prior=pii").prior.n_contexts == 500
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("override,message", [
     ("mechanism.clip_norm=0", "error: mechanism.clip_norm must be"),
     ("model.gguf_file=/nonexistent/smollm2.gguf", "error: mechanism: gguf_file /nonexistent/smollm2.gguf does not exist"),

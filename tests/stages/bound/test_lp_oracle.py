@@ -1,4 +1,4 @@
-"""Tests of the exact worst-case oracle (tests/bound/lp_oracle.py, issue 13 item 2) on its own.
+"""Tests of the exact worst-case oracle (tests/stages/bound/lp_oracle.py, issue 13 item 2) on its own.
 
 The oracle is a linear program over all mechanisms meeting the hockey-stick (eps, delta)-DP
 constraints between every pair of replace-one neighbours; these tests check it against

@@ -158,10 +158,34 @@ def test_table_codes_outside_the_domain(test_data, tmp_path):
         load_table("fire", tmp_path)
 
 
-def test_generic_game_refuses_with_a_pointer(test_data):
+def test_the_law_is_per_trial(test_data):
+    """Issue 15: a BayNet prior has no law before the records are drawn; the game takes it from for_trial(X)."""
     prior = BayNetPrior("acs", str(test_data), targets=["SEX"])
-    with pytest.raises(ValueError, match="experiment=tabular_single_column"):
+    assert prior.provides == "table" and prior.per_trial
+    with pytest.raises(ValueError, match=r"for_trial\(X\)"):
         prior.a_priori_guess(Exact())
+
+
+@pytest.mark.parametrize("known,targets", [([4], [0, 1]), ([1], [2, 3, 4]), ([0, 3], [1, 2, 4])])
+def test_law_success_probability_of_any_guess_matches_enumeration(known, targets):
+    """p_i of an arbitrary joint guess (the attack's, not only z*) = Pr[targets = z_i | known_i], by enumeration."""
+    net = random_network(seed=11 + len(targets))
+    joint = joint_table(net)
+    prior = BayNetPrior.from_network(net, 25, targets=[net.columns[t] for t in targets],
+                                     known=[net.columns[k] for k in known])
+    x = prior.sample(np.random.default_rng(4))
+    law = prior.for_trial(x)
+    z = np.random.default_rng(5).integers(0, [net.domain[t] for t in targets], size=(25, len(targets)))
+    p = law.success_probability(z, Exact())
+    for i in range(25):
+        fixed = {**{k: x[i, k] for k in known}, **{t: z[i, j] for j, t in enumerate(targets)}}
+        sel = tuple(fixed.get(j, slice(None)) for j in range(len(net.domain)))
+        cond = tuple(x[i, j] if j in known else slice(None) for j in range(len(net.domain)))
+        assert p[i] == pytest.approx(joint[sel].sum() / joint[cond].sum(), abs=1e-12)
+    assert law.score(x, z, Exact()).tolist() == [int(all(x[i, t] == z[i, j] for j, t in enumerate(targets)))
+                                                  for i in range(25)]
+    # the a-priori guess's own probability is the joint MAP's
+    np.testing.assert_allclose(law.success_probability(law.a_priori_guess(Exact()), Exact()), law.prior_success)
 
 
 @pytest.mark.parametrize("known,targets", [([4], [0, 1]), ([1], [2, 3, 4]), ([0, 3], [1, 2, 4]), ([], [0, 3])])

@@ -102,6 +102,7 @@ def test_bad_law_is_refused_in_one_sentence(experiment, law, message, compose, t
     assert not (tmp_path / "job").exists()
 
 
+@pytest.mark.slow
 def test_cli_pii_law_with_a_missing_enron_folder_is_one_sentence(tmp_path):
     from clitools import run_cli
 
@@ -113,6 +114,7 @@ def test_cli_pii_law_with_a_missing_enron_folder_is_one_sentence(tmp_path):
     assert not list((tmp_path / "outputs").rglob("metrics.json"))
 
 
+@pytest.mark.slow
 def test_default_experiments_load_no_language_model(tmp_path):
     """Without a pii law the two experiments stay analytic: neither torch nor transformers is imported."""
     code = f"""
@@ -126,7 +128,7 @@ for name, shrink in {dict((k, list(v)) for k, v in SHRINK.items())!r}.items():
     experiments.run_task(cfg, "{tmp_path}/" + name)
 print(sorted(m for m in ("torch", "transformers") if m in sys.modules))
 """
-    env = {**os.environ, "WANDB_MODE": "offline", "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]),
+    env = {**os.environ, "WANDB_MODE": "offline", "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]),
                                                                                   os.environ.get("PYTHONPATH", "")])}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=240)
     assert out.returncode == 0, out.stderr

@@ -85,7 +85,7 @@ def test_one_run_box_uses_the_a_priori_guess_with_k_guesses(metric):
     p_star = metric.success_probability(prior.probabilities, z_star)
     result = OneRunBound().compute(profile, prior, metric, guesses, LEVELS)
     # two guesses make success set-valued: under approximate DP the one-run theorem is not valid there
-    # (tests/bound/test_set_success.py), so the box falls back to KGK per target + Markov
+    # (tests/stages/bound/test_set_success.py), so the box falls back to KGK per target + Markov
     assert result == {c: kgk_markov_count(profile, p_star, c) for c in LEVELS}
 
 

@@ -12,7 +12,7 @@ CONTRACT = {
     profiles: ["PrivacyProfile", "PureDP", "ApproxDP", "GaussianDP", "ComposedGaussian", "DPSGD", "GAMES",
                "for_game", "replace_one_from_add_remove"],
     tails: ["PoissonBinomial", "poisson_binomial_pmf", "poisson_binomial_sf_all", "poisson_binomial_tail"],
-    theorems: ["beta", "pure_dp_tail", "pure_dp_count_bound", "tail_bound", "tail_bound_at", "count_bound",
+    theorems: ["Priors", "beta", "pure_dp_tail", "pure_dp_count_bound", "tail_bound", "tail_bound_at", "count_bound",
                "expected_tail", "expected_count_bound", "success_bound", "advantage_bound", "eps_protect",
                "calibrate_noise"],
     prior_work: list(prior_work.__all__),

@@ -20,7 +20,7 @@ from stages.bound import theorems as T
 from stages.bound.profiles import DPSGD, GaussianDP
 
 
-def brute_budget_value(tail: T._Tail, v: int, m: float) -> float:
+def brute_budget_value(tail: tails.Tail, v: int, m: float) -> float:
     """min over J = 0..v+1 of (sum_{i<=J} T(v - i) + m) / (J + 1), capped at 1, every J evaluated."""
     if m <= 0:
         return float(tail(np.array([v]))[0])
@@ -28,7 +28,7 @@ def brute_budget_value(tail: T._Tail, v: int, m: float) -> float:
     return float(min(1.0, np.min((np.cumsum(terms) + m) / np.arange(1, v + 3))))
 
 
-def check_budget(tail: T._Tail, vs, ms) -> None:
+def check_budget(tail: tails.Tail, vs, ms) -> None:
     for v in vs:
         for m in ms:
             got, want = T._budget_value(tail, int(v), m), brute_budget_value(tail, int(v), m)
@@ -41,7 +41,7 @@ def check_budget(tail: T._Tail, vs, ms) -> None:
 def test_budget_value_matches_brute_force_on_exact_tails(seed):
     rng = np.random.default_rng(seed)
     for n in (1, 7, 60, 400, 2500):  # 400 and 2500: trimmed distributions (offset > 0, trimmed mass)
-        tail = T._Tail(tails.distribution(rng.beta(0.5, 2.0, n)))
+        tail = tails.distribution(rng.beta(0.5, 2.0, n)).tail()
         vs = list(rng.integers(0, n + 3, 6)) + [0, 1, n, n + 1]
         check_budget(tail, vs, (1e-9, 1e-3, 0.1, 0.7, 1.5, 12.0, 300.0))
 
@@ -53,7 +53,7 @@ def test_budget_value_matches_brute_force_on_normal_tails(seed):
         n = int(rng.integers(50, 50000))
         mean = float(rng.uniform(0, n))
         var = float(rng.uniform(1e-3, mean * (1 - mean / n) + 1e-3))
-        tail = T._NormalTail(mean, var, n)
+        tail = T._normal_tail(mean, var, n)
         sd = var ** 0.5
         vs = list(rng.integers(max(0, int(mean - 15 * sd)), min(n + 2, int(mean + 15 * sd) + 2), 5)) + [0, n + 1]
         check_budget(tail, vs, (1e-9, 0.05, 0.7, 3.0, float(rng.uniform(0, 500))))
@@ -64,7 +64,7 @@ def test_budget_value_warm_start_does_not_change_values():
     rng = np.random.default_rng(7)
     d = tails.distribution(rng.beta(0.5, 5.0, 3000))
     for hint in (None, 0, 5, 400, 10**6):
-        tail = T._Tail(d)
+        tail = d.tail()
         for v in rng.permutation(np.arange(0, 900, 7)):
             for m in (0.01, 2.0, 40.0):
                 got = T._budget_value(tail, int(v), m, hint)
@@ -142,7 +142,7 @@ def test_smallest_passing_matches_a_scan_over_v(approximate):
     """smallest_passing (interpolation search on log B, with or without a hint) = the first v with B <= t."""
     rng = np.random.default_rng(5)
     for n in (5, 60, 700):
-        run = T._OneRun(GaussianDP(float(rng.uniform(0.3, 3.0))), rng.beta(0.5, 3.0, n), None, approximate=approximate)
+        run = T._OneRun(GaussianDP(float(rng.uniform(0.3, 3.0))), T.Priors.of(rng.beta(0.5, 3.0, n)), approximate=approximate)
         for eps in rng.uniform(0.0, 5.0, 3):
             values = np.array([run.objective(eps, v) for v in range(n + 2)])
             for t in (1e-9, 0.05, 0.5, 0.95):

@@ -30,8 +30,8 @@ by a rational *lower* bound, so a mechanism that passes `check_mechanism` is (ep
 true e^eps (a smaller multiplier only makes the hockey-stick divergence larger).
 
 `oracle_grid()` lists ~60 small cases and `oracle_value(case)` solves one (cached), so that every
-library bound can be compared with the exact worst case. Tests in tests/bound import it as
-`import lp_oracle` (pytest puts the test file's folder on sys.path; tests/bound has no __init__.py).
+library bound can be compared with the exact worst case. Tests in tests/stages/bound import it as
+`import lp_oracle` (pytest puts the test file's folder on sys.path; tests/stages/bound has no __init__.py).
 """
 from __future__ import annotations
 

@@ -56,8 +56,8 @@ def test_release_adds_noise_of_scale_s_and_exact_at_infinity():
     assert exact.noise_scale == 0.0
     for s, t in zip(exact.subsets, exact.tables):
         np.testing.assert_array_equal(t, marginal_table(x, s, domain))
-    with pytest.raises(ValueError, match="no privacy profile"):
-        NoisyMarginals(epsilon="inf").profile
+    exact = NoisyMarginals(epsilon="inf")  # exact marginals: no privacy guarantee, so no profile and no bound
+    assert exact.profile is None and not exact.privacy()["private"] and "epsilon = inf" in exact.privacy()["reason"]
 
 
 @pytest.mark.parametrize("eps", [0, -1, "abc"])
@@ -66,6 +66,22 @@ def test_bad_epsilon_is_one_sentence(eps):
         NoisyMarginals(epsilon=eps)
 
 
-def test_generic_game_release_points_at_the_experiments():
-    with pytest.raises(ValueError, match="experiment=tabular_single_column"):
+def test_release_needs_a_table():
+    """Records of another kind (one value per target) are refused in one sentence naming what is needed."""
+    with pytest.raises(ValueError, match="it needs prior=baynet"):
         NoisyMarginals().release(np.arange(5), np.random.default_rng(0))
+
+
+def test_bound_release_and_its_stored_form():
+    """for_prior binds the table's domain and known columns; the stored arrays give back the same release."""
+    from stages.prior.baynet import BayNetPrior
+
+    prior = BayNetPrior("fire", targets=["ALS Unit"], n_records=30)  # data_dir: tests/data (tests/conftest.py)
+    mechanism = NoisyMarginals(epsilon=1.0).for_prior(prior)
+    assert mechanism.known == tuple(prior.known) and mechanism.params()["known"] == list(prior.known)
+    X = prior.sample(np.random.default_rng(0))
+    release = mechanism.release(X, np.random.default_rng(1))
+    again = mechanism.release_from_arrays(mechanism.release_arrays(release))
+    assert again.n_marginals == release.n_marginals == 36 and again.noise_scale == release.noise_scale
+    for a, b in zip(release.tables, again.tables):
+        np.testing.assert_array_equal(a, b)

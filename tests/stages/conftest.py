@@ -1,4 +1,4 @@
-"""Shared fixtures of the LLM case-study tests: the tiny random model (loaded once) and the Enron sample."""
+"""Fixtures shared by tests/stages/<group>/: the tiny random model (loaded once) and the test data."""
 from __future__ import annotations
 
 from pathlib import Path

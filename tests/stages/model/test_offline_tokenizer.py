@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-TOKENIZER = Path(__file__).resolve().parents[1] / "data" / "gpt2-tokenizer"
+TOKENIZER = Path(__file__).resolve().parents[2] / "data" / "gpt2-tokenizer"
 GPT2_HELLO_WORLD = [15496, 995]  # the ids every GPT-2 tokenizer gives "Hello world"
 
 
