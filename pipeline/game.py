@@ -293,8 +293,15 @@ def release_key(mechanism, config: Mapping | None, X, seed, trial: int) -> tuple
 
 def _release(mechanism, config, X, seed, trial: int, rng_seed, cache: StageCache | None):
     """Trial `trial`'s release a = M(X), through the cache's release stage when the mechanism asks for it
-    (cache_release: a DP-SGD training, a table's marginals); returns (a, its key)."""
-    stage, key = release_key(mechanism, config, X, seed, trial)
+    (cache_release: a DP-SGD training, a table's marginals); returns (a, a function giving its key: the key is
+    computed only where a stage needs it, not in every trial of a large game)."""
+    computed: list = []
+
+    def key() -> tuple[str, dict]:
+        if not computed:
+            computed.append(release_key(mechanism, config, X, seed, trial))
+        return computed[0]
+
     if cache is None or not getattr(mechanism, "cache_release", False):
         return mechanism.release(X, np.random.default_rng(rng_seed)), key
     to_arrays = getattr(mechanism, "release_arrays", None) or (lambda a: {"release": np.asarray(a)})
@@ -303,10 +310,11 @@ def _release(mechanism, config, X, seed, trial: int, rng_seed, cache: StageCache
     def compute(directory: Path) -> None:
         save_arrays(directory, **to_arrays(mechanism.release(X, np.random.default_rng(rng_seed))))
 
-    return from_arrays(load_arrays(cache.get_or_compute(stage, key, compute))), key
+    stage, config_key = key()
+    return from_arrays(load_arrays(cache.get_or_compute(stage, config_key, compute))), key
 
 
-def _guess(attack, a, law, mechanism, metric, key: dict, cache: StageCache | None) -> np.ndarray:
+def _guess(attack, a, law, mechanism, metric, key, cache: StageCache | None) -> np.ndarray:
     """z = attack.guess(...); an attack with a metric-free expensive step (prepare) has it cached per trial,
     keyed by the release, the attack's settings and the law, so other metrics, target columns and bounds reuse it."""
     if not callable(getattr(attack, "prepare", None)):
@@ -314,7 +322,7 @@ def _guess(attack, a, law, mechanism, metric, key: dict, cache: StageCache | Non
     if cache is None:
         prepared = attack.prepare(a, law, mechanism)
     else:
-        config = {"stage": "attack", "version": ATTACK_STAGE_VERSION, "release": key,
+        config = {"stage": "attack", "version": ATTACK_STAGE_VERSION, "release": key()[1],
                   "attack": plain(attack.prepare_key()), "law": plain(law.key()) if hasattr(law, "key") else None}
 
         def compute(directory: Path) -> None:

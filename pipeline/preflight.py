@@ -185,6 +185,12 @@ def check_profile(cfg: DictConfig, boxes) -> None:
     from pipeline.game import _box_error
 
     try:
-        boxes.mechanism.profile  # noqa: B018 - building it is the check
+        profile = boxes.mechanism.profile
     except (ValueError, OverflowError, ArithmeticError) as exc:
         raise _box_error("mechanism", cfg, exc if isinstance(exc, ValueError) else ValueError(str(exc))) from exc
+    # a bound box that holds only for some profiles (pure_dp: eps-DP) says so before the first trial
+    if profile is not None and callable(getattr(boxes.bound, "check_profile", None)):
+        try:
+            boxes.bound.check_profile(profile)
+        except ValueError as exc:
+            raise _config_error(str(exc).strip().splitlines()[0]) from exc

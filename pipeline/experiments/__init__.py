@@ -107,8 +107,11 @@ def run_task(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping
             metrics["trials"] = int(cfg.trials)
         write_json_atomic(output_dir / "metrics.json", metrics)
         table, figure, rows = write_report(output_dir)
-        logger.log_metrics({f"headline/{k}": v for k, v in metrics.get("headline", {}).items()}
-                           if not task.plays_games else {})
+        # A job that is one game (Figure llm's) logs the game's metrics, the keys of every game job, so one W&B
+        # dashboard compares it with the synthetic and tabular games; the others log their headline numbers.
+        game_keys = ("attack_successes", "prior_successes", "attacks", "bound", "bound_theorem", "privacy", "boxes")
+        logger.log_metrics({k: metrics[k] for k in game_keys if k in metrics} if "attacks" in metrics else
+                           {f"headline/{k}": v for k, v in metrics.get("headline", {}).items()})
         logger.log_figures({task.name: figure})
         if hasattr(logger, "log_table"):
             logger.log_table(task.name, table_columns(rows), rows)

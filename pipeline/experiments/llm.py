@@ -53,7 +53,7 @@ class LLMCanaries(Task):
     columns = ("prior_name", "model", "trainable", "private", "eps", "delta", "clip_norm", "learning_rate", "epochs",
                "noise_multiplier", "steps", "eps_add_remove", "eps_opacus_add_remove", "trials", "attack_mean",
                "attack_ci_low", "attack_ci_high", "select_trials", "select_mean", "heldout_trials", "heldout_mean",
-               "heldout_ci_low", "heldout_ci_high", "model_only_mean", "fitted_mean", "fitted_temperature", "prior_mean",
+               "heldout_ci_low", "heldout_ci_high", "model_only_mean", "fitted_mean", "fitted_temperature", "prior_mean", "diverged_trials",
                "bound_theorem", *(f"bound_{c:g}" for c in LEVELS), *(f"exceed_{c:g}" for c in LEVELS),
                *(f"model_only_exceed_{c:g}" for c in LEVELS), *(f"fitted_exceed_{c:g}" for c in LEVELS),
                "ideal_mean", "ideal_ci_low", "ideal_ci_high", "ideal_bound_theorem", "ideal_bound_0.95")
@@ -143,6 +143,10 @@ class LLMCanaries(Task):
             "fitted_mean": (attacks.get("fitted") or {}).get("success_mean"),
             "fitted_temperature": (float(np.exp(np.mean(np.log(temperatures)))) if temperatures else None),
             "prior_mean": game["prior_success_mean"],
+            # trials whose training diverged for some canary (NaN or no usable log-probability; the attack then
+            # guesses the prior for those canaries: stages.attack.model_attack)
+            "diverged_trials": int(np.count_nonzero(np.asarray(
+                (main.get("observed") or {}).get("unusable_canaries") or [0], dtype=float) > 0)),
             "bound_theorem": game["bound_theorem"]["theorem"] if private else "none (not private)",
             **{bound_column(c): (bound[repr(c)] if private else None) for c in LEVELS},
             **{exceed_column(c): exceed(game["attack_label"])[c] for c in LEVELS},

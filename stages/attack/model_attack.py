@@ -23,6 +23,8 @@ from stages.bound import _validate
 
 __all__ = ["ModelAttack", "ModelOnlyAttack", "fit_temperature", "VARIANTS"]
 
+#: Log-probability a candidate of probability exactly 0 is given (so a canary's posterior stays defined).
+LOG_FLOOR = -1e4
 #: The variants the Model Attack can have the game score on the same release beside itself.
 VARIANTS = ("model_only", "fitted")
 
@@ -70,6 +72,7 @@ class ModelAttack:
         else:
             self.temperature = _validate.positive("temperature", temperature)
         self.last_temperature: float | None = None
+        self.last_unusable = 0
         # Beside the attack, on the same release: the model's own ranking (model_only) and the attack with its
         # temperature fitted to the release without the secrets (fitted).
         self.variant_names = [str(v) for v in (variants or ())]
@@ -84,15 +87,24 @@ class ModelAttack:
 
     def observed(self) -> dict:
         """The temperature the last guess used (the fitted one for temperature: fit)."""
-        return {"temperature": self.last_temperature}
+        return {"temperature": self.last_temperature, "unusable_canaries": self.last_unusable}
 
-    @staticmethod
-    def _log_probs(a, prior) -> np.ndarray:
+    def _log_probs(self, a, prior) -> np.ndarray:
+        """The release as log-probabilities (n, m). A canary whose log-probabilities are not usable (NaN, +inf, or
+        -inf for every candidate: a training that diverged, e.g. lr x clip too large) tells the attack nothing:
+        its row becomes 0 (a flat likelihood, so the guess is the prior's), and `observed()["unusable_canaries"]`
+        counts them, so a diverged run is reported as such instead of failing the job."""
         arr = np.asarray(a, dtype=float)
         shape = prior.probabilities.shape
         if arr.shape != shape:
             raise ValueError(f"the release must hold one log-probability per (canary, candidate) {shape}, got shape "
                              f"{arr.shape}; attack=model_attack needs mechanism=dpsgd with the prior's n_targets and domain_size.")
+        unusable = np.any(np.isnan(arr) | (arr == np.inf), axis=1) | np.all(arr == -np.inf, axis=1)
+        self.last_unusable = int(unusable.sum())
+        if self.last_unusable or np.any(arr == -np.inf):
+            arr = arr.copy()
+            arr[unusable] = 0.0
+            arr = np.maximum(arr, LOG_FLOOR)  # a candidate of probability 0 (underflow): a very small one instead
         return arr
 
     def posterior(self, a, prior) -> np.ndarray:
@@ -128,4 +140,4 @@ class ModelOnlyAttack(ModelAttack):
         return self.model_only_guess(a, prior, metric)
 
     def observed(self) -> dict:
-        return {}  # no temperature: the prior is not used
+        return {"unusable_canaries": self.last_unusable}  # no temperature: the prior is not used

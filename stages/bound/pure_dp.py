@@ -30,16 +30,21 @@ class PureDPBound:
 
     name = "pure_dp"
 
+    def check_profile(self, profile) -> None:
+        """Refuse, before any trial is played, a mechanism that is not eps-DP (the game calls this first)."""
+        pure_epsilon(profile)
+
     def compute_per_trial(self, profile, prior, metric, trials, confidences) -> dict[float, list[int]]:
         """{confidence: [c_1, ..., c_R]}: the count bound conditional on each trial's release.
 
-        trials: PlayedTrials or guesses (R, n, k) (stages.bound.box); one trial is expanded at a time.
+        trials: PlayedTrials or guesses (R, n, k) (stages.bound.box); each trial's groups go to the theorem.
         """
         eps = pure_epsilon(profile)
         levels = as_confidences(confidences)
+        played = played_trials(prior, metric, trials)
         per_trial = np.stack(
-            [np.broadcast_to(pure_dp_count_bound(eps, p, levels), levels.shape)
-             for p in played_trials(prior, metric, trials)],
+            [np.broadcast_to(pure_dp_count_bound(eps, played.priors(r), levels), levels.shape)
+             for r in range(len(played))],
             axis=1,
         )
         return {float(c): [int(v) for v in row] for c, row in zip(levels, per_trial)}

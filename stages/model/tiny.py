@@ -54,7 +54,7 @@ class TinyModel(LanguageModel):
             from stages.prior.base import data_path
 
             # both GPT-2 BPE files must be there (relative to data_dir, or absolute)
-            self.tokenizer_dir = data_path(Path(tokenizer).expanduser() / "vocab.json", data_dir).parent
+            self.tokenizer_dir = data_path(Path(tokenizer).expanduser() / "vocab.json", data_dir).parent.absolute()
             data_path(self.tokenizer_dir / "merges.txt")
 
     def identity(self) -> dict:

@@ -71,3 +71,27 @@ def test_fitted_temperature_recovers_the_noise_of_a_noisy_one_hot_release():
     assert Exact().score(X, fitted).sum() > raw, "the fitted temperature lets the prior weigh in"
     with pytest.raises(ValueError, match=r"^temperature must be a number > 0 or 'fit'"):
         ModelAttack(temperature="auto")
+
+
+def test_a_diverged_training_tells_the_attack_nothing_and_is_counted():
+    """A release with NaN log-probabilities (a DP-SGD run that diverged, e.g. lr x clip = 100 at 100 epochs) used
+    to fail the job with 'probability 0 under the prior'; its canaries now get the prior's guess and are counted."""
+    import numpy as np
+
+    from stages.attack.model_attack import ModelAttack, ModelOnlyAttack
+    from stages.metric import Exact
+    from stages.prior.zipf import ZipfPrior
+
+    prior = ZipfPrior(n_targets=4, domain_size=5, exponent=1.5)
+    release = np.log(np.full((4, 5), 0.2))
+    release[0, 3] = 5.0  # canary 0: the model points at candidate 3
+    release[1] = np.nan  # canary 1: diverged
+    release[2] = -np.inf  # canary 2: every candidate underflowed
+    release[3, 1] = -np.inf  # canary 3: one candidate of probability 0, the others usable
+    for attack in (ModelAttack(1), ModelAttack(1, "fit"), ModelOnlyAttack(1)):
+        z = attack.guess(release, prior, None, Exact())
+        assert attack.observed()["unusable_canaries"] == 2
+        if not isinstance(attack, ModelOnlyAttack):
+            star = prior.a_priori_guess(Exact(), 1)
+            assert z[1, 0] == star[1, 0] and z[2, 0] == star[2, 0]
+        assert z[3, 0] != 1
