@@ -26,6 +26,7 @@ from .profiles import (
 )
 from .tails import PoissonBinomial, poisson_binomial_pmf, poisson_binomial_sf_all, poisson_binomial_tail
 from .theorems import (
+    Priors,
     advantage_bound,
     beta,
     calibrate_noise,
@@ -57,6 +58,7 @@ __all__ = [
     "poisson_binomial_sf_all",
     "poisson_binomial_tail",
     # theorems
+    "Priors",
     "beta",
     "pure_dp_tail",
     "pure_dp_count_bound",

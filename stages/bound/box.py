@@ -7,7 +7,8 @@ what the game keeps of each trial so that memory does not grow with trials x tar
 number of guesses per target k and the prior success p_i = Pr_{X ~ D_i}[l_i(X, z_i) = 1] of the
 attack's guesses grouped into distinct values with their multiplicities. Every theorem is a law of
 sum_i Bern(f(p_i)), symmetric in the targets, so the groups are a sufficient statistic: the count
-bounds from PlayedTrials equal those from the full guesses.
+bounds from PlayedTrials equal those from the full guesses, and the boxes hand each trial's groups
+to the theorems as they are (``PlayedTrials.priors``, stages.bound.theorems.Priors), never expanded.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Iterator
 import numpy as np
 
 from stages.bound import _validate
+from stages.bound.theorems import Priors
 
 __all__ = ["PlayedTrials", "played_trials", "group_prior_success", "guesses_per_trial", "guesses_per_target", "as_confidences",
            "count_dict", "set_valued_success", "prior_collision", "bound_theorem"]
@@ -69,6 +71,10 @@ class PlayedTrials:
         """(values, counts) of trial r."""
         lo, hi = int(self.offsets[r]), int(self.offsets[r + 1])
         return self.values[lo:hi], self.counts[lo:hi]
+
+    def priors(self, r: int) -> Priors:
+        """Trial r's prior successes as the theorems take them, grouped (stages.bound.theorems.Priors)."""
+        return Priors(*self.groups(r))
 
     def prior_success(self, r: int) -> np.ndarray:
         """Trial r's prior successes as an array (n,) in grouped order (the bounds do not depend on the order)."""

@@ -3,13 +3,10 @@
 The flipping probabilities beta_i depend on the attack's guesses, which are random, so the tail is
 averaged over R independent trials (fresh data, fresh release), with an extra-success budget
 n delta(eps) for approximate DP spread over the shortfall (the J-average of THEORY.md). Valid for one
-exact guess and for set-valued success alike. The estimate needs every trial's prior successes at
-once: R x n floats while it is computed (the played trials themselves keep only their grouped values,
-stages.bound.box.PlayedTrials).
+exact guess and for set-valued success alike. Each trial's prior successes go to the theorem grouped
+(stages.bound.box.PlayedTrials.priors), so memory and time follow the distinct values, not R x n.
 """
 from __future__ import annotations
-
-import numpy as np
 
 from stages.bound.box import as_confidences, bound_theorem, count_dict, guesses_per_target, played_trials
 from stages.bound.theorems import expected_count_bound
@@ -27,7 +24,8 @@ class ExpectedBound:
     def compute(self, profile, prior, metric, trials, confidences) -> dict[float, int]:
         """{confidence: c} estimated over the trials (PlayedTrials, or guesses of shape (R, n, k))."""
         levels = as_confidences(confidences)
-        p_runs = np.stack(list(played_trials(prior, metric, trials)))
+        played = played_trials(prior, metric, trials)
+        p_runs = [played.priors(r) for r in range(len(played))]
         set_valued = self.theorem(profile, prior, metric, trials)["set_valued"]
         return count_dict(levels, expected_count_bound(profile, p_runs, levels, set_valued=set_valued))
 

@@ -81,6 +81,15 @@ def uniform_candidates(p, *, allowed: tuple[int, ...] | None = None, name: str =
     return int(k)
 
 
+def _one_target(arr: np.ndarray, bound: str) -> None:
+    """Refuse n > 1 priors where ``bound`` without a confidence bounds one target's success probability."""
+    if arr.size != 1:
+        raise ValueError(
+            f"{bound} without a confidence bounds one target's success probability, so p must be a single "
+            f"prior, got {arr.size} priors; pass confidence=... for a count bound over {arr.size} targets."
+        )
+
+
 def _confidences(confidence) -> np.ndarray:
     return _validate.confidence("confidence", confidence)
 
@@ -281,11 +290,7 @@ def mmc_bound(profile, p, *, confidence=None):
     ginv = _inverse_blow_up(profile, refine=confidence is None)
     guesses = int(np.count_nonzero(arr))
     if confidence is None:
-        if arr.size != 1:
-            raise ValueError(
-                f"mmc_bound without a confidence bounds one target's success probability, so p must be a single "
-                f"prior, got {arr.size} priors; pass confidence=... for a count bound over {arr.size} targets."
-            )
+        _one_target(arr, "mmc_bound")
         return _mmc_tail(ginv, 1, guesses, 1, k)
     levels = _confidences(confidence)
     return _count_from_tail(lambda v: _mmc_tail(ginv, arr.size, guesses, v, k), guesses, levels)
@@ -351,11 +356,7 @@ def steinke_bound(eps, delta, p, *, confidence=None):
     delta = _validate.delta("delta", delta)
     r = int(np.count_nonzero(arr))
     if confidence is None:
-        if arr.size != 1:
-            raise ValueError(
-                f"steinke_bound without a confidence bounds one target's success probability, so p must be a "
-                f"single prior, got {arr.size} priors; pass confidence=... for a count bound."
-            )
+        _one_target(arr, "steinke_bound")
         return _steinke_tail(_steinke_f(eps, r), 1, delta, 1)
     levels = _confidences(confidence)
     f = _steinke_f(eps, r)

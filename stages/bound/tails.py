@@ -63,24 +63,80 @@ class PoissonBinomial:
     n: int
     trimmed: float = 0.0
 
+    def tail(self) -> "Tail":
+        """u -> Pr[S >= u] for every integer u, as a valid upper bound (see ``Tail``)."""
+        rev = np.minimum(1.0, np.cumsum(self.pmf[::-1])[::-1] + self.trimmed)  # Pr[S >= offset + k] + trimmed
+        rev[0] = 1.0  # T(offset) = 1 - (trimmed lower mass): 1 is a valid upper bound
+        return Tail(self.offset, np.concatenate([[1.0], rev, [min(1.0, self.trimmed)]]), self.n)
+
     def sf_all(self) -> np.ndarray:
         """Return ``t`` of length ``n + 2`` with ``t[v] = Pr[S >= v]`` for ``v = 0..n+1``.
 
-        Each entry is an upper bound: the trimmed mass is added to every ``v > 0``.
+        Each entry is an upper bound: the trimmed mass is added to every ``v > offset``.
         """
-        tail = np.zeros(self.n + 2)
-        rev = np.cumsum(self.pmf[::-1])[::-1]  # rev[k] = Pr[S >= offset + k]
-        hi = self.offset + len(self.pmf)
-        tail[: self.offset + 1] = 1.0
-        tail[self.offset : hi] = rev
-        tail[1:] = np.minimum(1.0, tail[1:] + self.trimmed)
-        tail[0] = 1.0
-        return tail
+        return self.tail()(np.arange(self.n + 2))
 
     def sf(self, v) -> np.ndarray:
         """``Pr[S >= v]`` for integer ``v`` (array or scalar), as a valid upper bound."""
-        v = np.asarray(v)
-        return self.sf_all()[np.clip(v, 0, self.n + 1)]
+        return self.tail()(v)
+
+
+class Tail:
+    """u -> T(u) >= Pr[S >= u] for a sum S of n Bernoullis, held over its support only.
+
+    The one implementation of the Poisson-binomial tail (``PoissonBinomial.tail``; the bounds'
+    normal approximation and averaged tails use it too): ``ext[k] = T(offset - 1 + k)``, T = 1 below
+    ``offset - 1`` and ``ext[-1]`` from the end of ``ext`` on, so a lookup is one clipped gather. ``ext``
+    is non-increasing, which the searches below rely on.
+    """
+
+    def __init__(self, offset: int, ext: np.ndarray, n: int):
+        self.offset, self.ext, self.n = int(offset), ext, int(n)
+
+    def __call__(self, u) -> np.ndarray:
+        """T(u) for an integer u or an integer array u (same shape)."""
+        return self.ext[np.clip(np.asarray(u) - (self.offset - 1), 0, len(self.ext) - 1)]
+
+    def value(self, u: int) -> float:
+        """T(u) for one integer u."""
+        k = min(max(u - (self.offset - 1), 0), len(self.ext) - 1)
+        return float(self.ext[k])
+
+    def first_below(self, t: float) -> int:
+        """The smallest u >= 0 with T(u) <= t (``ext`` is non-increasing: a binary search); n + 1 if none."""
+        if t >= 1.0:
+            return 0
+        k = int(np.searchsorted(self._negative(), -t, side="left"))  # first k with ext[k] <= t
+        return int(self.offset - 1 + k) if k < len(self.ext) else self.n + 1
+
+    def _negative(self) -> np.ndarray:
+        if getattr(self, "_neg", None) is None or len(self._neg) != len(self.ext):
+            self._neg = -self.ext
+        return self._neg
+
+    def _suffix(self) -> np.ndarray:
+        """suffix[k] = sum of ext[k:] (0 at k = len(ext)), summed from the small end for accuracy."""
+        if getattr(self, "_suf", None) is None or len(self._suf) != len(self.ext) + 1:
+            self._suf = np.append(np.cumsum(self.ext[::-1])[::-1], 0.0)
+        return self._suf
+
+    def window_sum(self, lo: int, hi: int, exact: bool = False) -> float:
+        """sum_{u=lo}^{hi} T(u), lo <= hi.
+
+        From the suffix sums (O(1)) unless ``exact``, which sums the entries themselves (pairwise).
+        """
+        base, size = self.offset - 1, len(self.ext)
+        k_lo, k_hi = lo - base, hi - base
+        total = float(max(0, min(k_hi, -1) - k_lo + 1))  # terms below ext[0]: T = 1
+        total += float(max(0, k_hi - max(k_lo, size) + 1)) * float(self.ext[-1])  # beyond the end
+        a, b = max(k_lo, 0), min(k_hi, size - 1)
+        if a <= b:
+            if exact:
+                total += float(np.sum(self.ext[a : b + 1]))
+            else:
+                suf = self._suffix()
+                total += float(suf[a] - suf[b + 1])
+        return total
 
 
 def _trim_rows(p: np.ndarray, offsets: np.ndarray):

@@ -12,6 +12,8 @@ a fresh record from D_i counts as attacked by the guess), ``beta`` the per-targe
 * ``expected_tail``       Theorem 3.2 (and Cor. "approx_simple"): beta from R runs of the mechanism.
 * ``count_bound``         at most c successes with probability >= confidence.
 * ``success_bound``, ``advantage_bound``, ``eps_protect``, ``calibrate_noise``: single-target views.
+* ``Priors``              the n targets' prior successes grouped (distinct values, counts, collision
+                          probabilities per group): every theorem taking ``p`` (n,) takes it too.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from scipy import optimize, special
 
 from . import _validate
 from .profiles import DPSGD, GAMES, ApproxDP, ComposedGaussian, PrivacyProfile, for_game
-from .tails import PoissonBinomial, distribution_grouped
+from .tails import Tail, distribution_grouped
 
 #: Beyond this eps every beta with p >= 1e-80 is 1 to machine precision: no need to search further.
 EPS_CEILING = 200.0
@@ -70,6 +72,105 @@ def _priors(p) -> np.ndarray:
     return arr
 
 
+@dataclass(frozen=True, eq=False)
+class Priors:
+    """n targets' prior successes, grouped: ``counts[g]`` targets have prior success ``values[g]``.
+
+    Every theorem here is a law of sum_i Bern(beta(eps, p_i)) and a budget linear in per-target
+    weights, symmetric in the targets, so the groups are a sufficient statistic: each theorem takes a
+    Priors wherever it takes the per-target prior successes ``p`` (shape (n,)), with the same result
+    (an array is grouped once, ``Priors.of``). With few distinct values this skips all O(n) work.
+
+    ``values`` come out distinct and ascending (duplicates are merged, zero counts dropped).
+    ``collision[g]`` (None: unknown) is the mean collision probability sum_x D_i(x)^2 over group g's
+    targets, which only set-valued success uses (the weights are linear in 1 - c_i, so the mean
+    is all they need); a theorem given a Priors reads the collision probabilities from it, and
+    refuses a second ``collision=`` argument.
+    """
+
+    values: np.ndarray
+    counts: np.ndarray
+    collision: np.ndarray | None = None
+    n: int = field(init=False)
+
+    def __post_init__(self):
+        values = _validate.probability("p", self.values)
+        if values.ndim != 1:
+            raise ValueError(f"p must be a 1-d array of distinct prior success values, got shape {values.shape}.")
+        counts = np.asarray(self.counts)
+        if counts.shape != values.shape or not np.issubdtype(counts.dtype, np.number) or np.any(
+                ~np.isfinite(counts) | (counts < 0) | (counts != np.round(counts))):
+            raise ValueError(f"counts must be integers >= 0, one per value of p (shape {values.shape}), got {self.counts!r}.")
+        counts = counts.astype(np.int64)
+        collision = None
+        if self.collision is not None:
+            collision = np.array(np.broadcast_to(_validate.probability("collision", self.collision), values.shape),
+                                 dtype=float)
+        if not np.all(counts > 0):
+            keep = counts > 0
+            values, counts = values[keep], counts[keep]
+            collision = None if collision is None else collision[keep]
+        if values.size > 1 and not np.all(values[1:] > values[:-1]):  # merge equal values (sorted)
+            values, inverse = np.unique(values, return_inverse=True)
+            merged = np.bincount(inverse, weights=counts, minlength=len(values)).astype(np.int64)
+            if collision is not None:
+                collision = np.bincount(inverse, weights=counts * collision, minlength=len(values)) / merged
+            counts = merged
+        n = int(np.sum(counts))
+        if n < 1:
+            raise ValueError("p must hold at least one prior success probability, got no targets (counts sum to 0).")
+        self._set(values, counts, collision, n)
+
+    def _set(self, values: np.ndarray, counts: np.ndarray, collision, n: int) -> None:
+        for name, value in (("values", values), ("counts", counts), ("collision", collision), ("n", n)):
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def _unchecked(cls, values: np.ndarray, counts: np.ndarray, collision=None) -> "Priors":
+        """From np.unique's output on validated priors (distinct ascending values, int64 counts >= 1): no
+        second pass over them (n = 1e6 distinct priors would pay ~13 ms for it)."""
+        out = object.__new__(cls)
+        out._set(values, counts.astype(np.int64, copy=False), collision, int(np.sum(counts)))
+        return out
+
+    @classmethod
+    def of(cls, p, collision=None) -> "Priors":
+        """The per-target prior successes p (n,) grouped, with each group's mean collision probability
+        from the per-target (or one shared) ``collision``, None if unknown."""
+        q = _priors(p)
+        if collision is None:
+            return cls._unchecked(*np.unique(q, return_counts=True))
+        c = _validate.probability("collision", collision)
+        if c.ndim > 1 or c.size not in (1, q.size):
+            raise ValueError(f"collision must be one probability or one per target (shape ({q.size},)), "
+                             f"got shape {c.shape}.")
+        values, inverse, counts = np.unique(q, return_inverse=True, return_counts=True)
+        sums = np.bincount(inverse.ravel(), weights=np.broadcast_to(c.ravel(), q.shape), minlength=len(values))
+        return cls._unchecked(values, counts, np.minimum(sums / counts, 1.0))
+
+    def numerator_sums(self, set_valued: bool) -> np.ndarray:
+        """The split theorem's weight numerators summed over each group: count (1 - p) for one exact
+        guess, count (1 - c) for set-valued success (count with c unknown), 0 where p = 0 (no success
+        set of a p = 0 target has prior mass, so none has posterior mass: no extra successes)."""
+        if not set_valued:
+            sums = self.counts * (1.0 - self.values)
+        elif self.collision is None:
+            sums = self.counts.astype(float)
+        else:
+            sums = self.counts * (1.0 - self.collision)
+        return np.where(self.values == 0.0, 0.0, sums)
+
+
+def _grouped(p, collision=None) -> Priors:
+    """p as Priors: a Priors as it is (its own collision probabilities), per-target arrays grouped once."""
+    if isinstance(p, Priors):
+        if collision is not None:
+            raise ValueError("collision must be None when p is a Priors (a Priors carries its groups' collision "
+                             f"probabilities), got {collision!r}; give it as Priors(values, counts, collision).")
+        return p
+    return Priors.of(p, collision)
+
+
 def pure_epsilon_of(profile) -> float | None:
     """eps of an eps-DP profile (PureDP, or ApproxDP with delta = 0), else None.
 
@@ -113,111 +214,46 @@ def _profile(profile, game: str = "reconstruction") -> PrivacyProfile:
 def pure_dp_tail(eps, p, v) -> float:
     """Theorem 3.1: Pr[successes >= v | release] <= Pr[sum_i Bern(beta_i(eps, p_i)) >= v].
 
-    ``p`` is the prior success of the attack's *actual* guesses for this release. ``eps`` is the
+    ``p`` is the prior success of the attack's *actual* guesses for this release (an array (n,), or
+    ``Priors``). ``eps`` is the
     mechanism's replace-one eps (the theorem replaces target i's record); an eps quoted for add/remove
     neighbours implies replace-one 2 eps (``profiles.replace_one_from_add_remove``).
     """
     e = float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))
-    q = _priors(p)
+    g = _grouped(p)
     v = _validate.integer("v", v)
-    values, counts = np.unique(q, return_counts=True)
-    return float(_Tail(distribution_grouped(_beta_unchecked(e, values), counts))(np.array([v]))[0])
+    return _pure_tail(e, g).value(v)
+
+
+def _pure_tail(eps: float, priors: Priors) -> Tail:
+    """The tail of sum_i Bern(beta(eps, p_i)) (Theorem 3.1), from the groups of the priors."""
+    return distribution_grouped(_beta_unchecked(eps, priors.values), priors.counts).tail()
 
 
 def pure_dp_count_bound(eps, p, confidence=0.95):
     """Theorem 3.1 as a count: the smallest c with pure_dp_tail(eps, p, c + 1) <= 1 - confidence."""
     e = float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))
-    q = _priors(p)
+    g = _grouped(p)
     conf = _validate.confidence("confidence", confidence)
-    values, counts = np.unique(q, return_counts=True)
-    tail = _Tail(distribution_grouped(_beta_unchecked(e, values), counts))
-    t_all = tail(np.arange(len(q) + 2))
-    out = np.array([int(np.argmax(t_all <= 1.0 - c)) - 1 for c in np.atleast_1d(conf)])
+    tail = _pure_tail(e, g)
+    out = np.array([tail.first_below(1.0 - c) - 1 for c in np.atleast_1d(conf)])
     return int(out[0]) if conf.ndim == 0 else out.reshape(conf.shape)
 
 
 # --------------------------------------------------------------------------------------------
 # The one-run theorem for (eps, delta) / f-DP profiles
 # --------------------------------------------------------------------------------------------
-class _Tail:
-    """u -> Pr[S >= u] (an upper bound, including trimmed mass) from a PoissonBinomial.
-
-    Held as ``ext[k] = T(offset - 1 + k)`` so that a lookup is one clipped gather.
-    """
-
-    def __init__(self, d: PoissonBinomial):
-        self.d = d
-        self.offset = d.offset
-        rev = np.minimum(1.0, np.cumsum(d.pmf[::-1])[::-1] + d.trimmed)
-        rev[0] = 1.0  # T(offset) = 1 - (trimmed lower mass): 1 is a valid upper bound
-        self.ext = np.concatenate([[1.0], rev, [min(1.0, d.trimmed)]])
-        self.end = d.offset + len(d.pmf)
-
-    def __call__(self, u: np.ndarray) -> np.ndarray:
-        idx = np.asarray(u) - (self.offset - 1)
-        np.maximum(idx, 0, out=idx)
-        np.minimum(idx, len(self.ext) - 1, out=idx)
-        return self.ext[idx]
-
-    def first_below(self, t: float) -> int:
-        """The smallest u >= 0 with Pr[S >= u] <= t (``ext`` is non-increasing: a binary search)."""
-        if t >= 1.0:
-            return 0
-        k = int(np.searchsorted(self._negative(), -t, side="left"))  # first k with ext[k] <= t
-        return int(self.offset - 1 + k) if k < len(self.ext) else self.d.n + 1
-
-    def _negative(self) -> np.ndarray:
-        if getattr(self, "_neg", None) is None or len(self._neg) != len(self.ext):
-            self._neg = -self.ext
-        return self._neg
-
-    def _suffix(self) -> np.ndarray:
-        """suffix[k] = sum of ext[k:] (0 at k = len(ext)), summed from the small end for accuracy."""
-        if getattr(self, "_suf", None) is None or len(self._suf) != len(self.ext) + 1:
-            self._suf = np.append(np.cumsum(self.ext[::-1])[::-1], 0.0)
-        return self._suf
-
-    def window_sum(self, lo: int, hi: int, exact: bool = False) -> float:
-        """sum_{u=lo}^{hi} T(u) (T = 1 below ``offset - 1``, ext[-1] from the end on), lo <= hi.
-
-        From the suffix sums (O(1)) unless ``exact``, which sums the entries themselves (pairwise).
-        """
-        base, size = self.offset - 1, len(self.ext)
-        k_lo, k_hi = lo - base, hi - base
-        total = float(max(0, min(k_hi, -1) - k_lo + 1))  # terms below ext[0]: T = 1
-        total += float(max(0, k_hi - max(k_lo, size) + 1)) * float(self.ext[-1])  # beyond the end
-        a, b = max(k_lo, 0), min(k_hi, size - 1)
-        if a <= b:
-            if exact:
-                total += float(np.sum(self.ext[a : b + 1]))
-            else:
-                suf = self._suffix()
-                total += float(suf[a] - suf[b + 1])
-        return total
-
-    def value(self, u: int) -> float:
-        """T(u) for one integer u."""
-        k = min(max(u - (self.offset - 1), 0), len(self.ext) - 1)
-        return float(self.ext[k])
+def _normal_tail(mean: float, var: float, n: int) -> Tail:
+    """A normal approximation of the tail of S* (mean, variance, n Bernoullis): steers searches, never a result."""
+    sd = math.sqrt(max(var, 1e-12))
+    lo = max(0, int(math.floor(mean - 12 * sd)))
+    hi = min(n + 1, int(math.ceil(mean + 12 * sd)) + 1)
+    rev = special.ndtr((mean - (np.arange(lo, hi + 1) - 0.5)) / sd)
+    rev[0] = 1.0
+    return Tail(lo, np.concatenate([[1.0], rev, [0.0]]), n)
 
 
-class _NormalTail(_Tail):
-    """A normal approximation of S*'s tail with the same interface as _Tail (search only, never a result)."""
-
-    def __init__(self, mean: float, var: float, n: int):
-        sd = math.sqrt(max(var, 1e-12))
-        lo = max(0, int(math.floor(mean - 12 * sd)))
-        hi = min(n + 1, int(math.ceil(mean + 12 * sd)) + 1)
-        self.offset = lo
-        u = np.arange(lo, hi + 1)
-        rev = special.ndtr((mean - (u - 0.5)) / sd)
-        rev[0] = 1.0
-        self.ext = np.concatenate([[1.0], rev, [0.0]])
-        self.d = PoissonBinomial(lo, np.diff(-np.append(rev, 0.0)), n, 0.0)
-        self.end = hi + 1
-
-
-def _budget_value(tail: _Tail, v: int, m: float, j_hint: int | None = None) -> float:
+def _budget_value(tail: Tail, v: int, m: float, j_hint: int | None = None) -> float:
     """The split theorem's value at one eps: min_{J >= 0} (sum_{i=0}^{J} T(v - i) + m) / (J + 1), capped at 1.
 
     ``T`` is (an upper bound on) the tail of S*, ``m`` the budget delta(eps) sum_i w_i(eps) of extra
@@ -297,43 +333,26 @@ def budget_weights(eps: float, p: np.ndarray, numerator: np.ndarray) -> np.ndarr
     return np.asarray(numerator, dtype=float) * np.exp(-log_den)
 
 
-def _numerators(q: np.ndarray, set_valued: bool, collision) -> np.ndarray:
-    """The split theorem's weight numerators: 1 - p_i (one exact guess), 1 - c_i (set-valued)."""
-    if not set_valued:
-        return 1.0 - q
-    if collision is None:
-        return np.ones_like(q)
-    c = np.broadcast_to(_validate.probability("collision", collision), q.shape).astype(float)
-    return 1.0 - c
-
-
 @dataclass
 class _OneRun:
     """Evaluates the split theorem's objective B(v, eps) at m = delta(eps) sum_i w_i(eps), caching by eps.
 
-    ``numerator`` holds each target's weight numerator (``_numerators``): 1 - p_i for one exact guess,
-    1 - c_i for set-valued success.
+    Works on the priors' groups throughout (``Priors``): the weights w_i are linear in their
+    numerators (1 - p_i for one exact guess, 1 - c_i for set-valued success), so each group holds one
+    summed numerator (``Priors.numerator_sums``).
     """
 
     profile: PrivacyProfile
-    p: np.ndarray
-    numerator: np.ndarray | None = None
+    priors: Priors
+    set_valued: bool = False
     approximate: bool = False
     n: int = field(init=False)
     cache: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        self.n = len(self.p)
-        if self.numerator is None:  # 1 - p_i: no need for the (slower) inverse of the grouping
-            self.values, self.counts = np.unique(self.p, return_counts=True)
-            self.numerator_sums = self.counts * (1.0 - self.values)
-        else:
-            numerator = np.asarray(self.numerator, dtype=float)
-            self.values, inverse, self.counts = np.unique(self.p, return_inverse=True, return_counts=True)
-            # w is linear in the numerator, so the targets sharing a p share one summed numerator
-            self.numerator_sums = np.bincount(inverse.ravel(), weights=numerator.ravel(), minlength=len(self.values))
-        # p_i = 0: no allowed success set has prior mass, so neither has the posterior: no extra successes
-        self.numerator_sums = np.where(self.values == 0.0, 0.0, self.numerator_sums)
+        self.n = self.priors.n
+        self.values, self.counts = self.priors.values, self.priors.counts
+        self.numerator_sums = self.priors.numerator_sums(self.set_valued)
         self.weight_p = self.values
         self.weights = self.counts.astype(float)
         with np.errstate(divide="ignore"):
@@ -372,9 +391,9 @@ class _OneRun:
         if eps not in self.cache:
             b = special.expit(eps + self.logits)  # = beta(eps, p), exact at p in {0, 1} too
             if self.approximate:
-                tail = _NormalTail(float(b @ self.weights), float((b * (1 - b)) @ self.weights), self.n)
+                tail = _normal_tail(float(b @ self.weights), float((b * (1 - b)) @ self.weights), self.n)
             else:
-                tail = _Tail(distribution_grouped(b, self.counts))
+                tail = distribution_grouped(b, self.counts).tail()
             d = self.profile.delta_upper(eps)
             m = d * float(np.sum(budget_weights(eps, self.weight_p, self.numerator_sums))) if d > 0 else 0.0
             self.cache[eps] = (tail, m)
@@ -530,18 +549,18 @@ def tail_bound_at(profile, p, v, eps, *, game: str = "reconstruction", set_value
 
     For an eps-DP profile only eps >= the profile's eps is allowed (there delta(eps) = 0 and this is
     Theorem 3.1); below it the point is not a valid bound (see ``pure_epsilon_of``).
-    ``set_valued`` and ``collision`` as in tail_bound.
+    ``p``, ``set_valued`` and ``collision`` as in tail_bound.
     """
     profile = _profile(profile, game)
     set_valued = _check_set_valued(set_valued)
-    q = _priors(p)
+    g = _grouped(p, collision if set_valued else None)
     v = _validate.integer("v", v)
     e = float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))
     pure = pure_epsilon_of(profile)
     if pure is not None and e < pure:
         raise ValueError(f"eps must be >= the profile's eps = {pure!r} for {profile!r} (Theorem 3.1 holds at the "
                          f"profile's eps, the one-run point below it is not a valid bound), got {e!r}.")
-    return float(_OneRun(profile, q, _numerators(q, set_valued, collision)).objective(e, v))
+    return float(_OneRun(profile, g, set_valued).objective(e, v))
 
 
 def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7, game: str = "reconstruction",
@@ -556,6 +575,9 @@ def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7, g
     = 1 - beta_i for one exact guess, w_i = (1 - c_i) / (e^eps p_i + 1 - p_i) when success is
     set-valued (k > 1 guesses, a distance window), c_i = sum_x D_i(x)^2 the prior's collision
     probability (``collision``; None means 0, valid for every prior).
+
+    ``p`` is the per-target array (n,) or the same grouped, ``Priors`` (which then carries the
+    collision probabilities); a per-target array is grouped once, so both give the same bound.
 
     This replaces the paper's thm:eps_bound_approx_comp / f_comp and Steinke, Nasr & Jagielski's
     Thm 5.2, which exact DP mechanisms beat (THEORY.md, section 5). The J = 0 term is the additive
@@ -577,18 +599,17 @@ def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7, g
     """
     profile = _profile(profile, game)
     set_valued = _check_set_valued(set_valued)
-    q = _priors(p)
+    pure = pure_epsilon_of(profile)
+    g = _grouped(p, collision if set_valued and pure is None else None)  # Theorem 3.1 needs no collision
     v = _validate.integer("v", v)
-    n = len(q)
     if v <= 0:
         return (1.0, 0.0) if return_eps else 1.0
-    if v > n:
+    if v > g.n:
         return (0.0, 0.0) if return_eps else 0.0
-    pure = pure_epsilon_of(profile)
     if pure is not None:
-        value = pure_dp_tail(pure, q, v)
+        value = pure_dp_tail(pure, g, v)
         return (value, pure) if return_eps else value
-    run = _OneRun(profile, q, _numerators(q, set_valued, collision))
+    run = _OneRun(profile, g, set_valued)
     value, best = _minimise_over_eps(run, v, rtol)
     return (value, best) if return_eps else value
 
@@ -601,7 +622,7 @@ def _minimise_over_eps(run: "_OneRun", v: int, rtol: float = 1e-7) -> tuple[floa
     in every valley within _VALLEY_RTOL of the best, after one zoom into each lattice bracket.
     """
     f = lambda e: run.search_objective(e, v)
-    scale = max(float(run.at(0.0)[0](np.array([v]))[0]), 1e-300)  # the objective is >= T_0(v)
+    scale = max(run.at(0.0)[0].value(v), 1e-300)  # the objective is >= T_0(v)
     top = run.eps_max(scale)
     lattice = run.n > 1
     valleys = run.valleys(run.scan_grid(v, top) if lattice else run.grid(top, 16), v)
@@ -864,22 +885,21 @@ def count_bound(profile, p, confidence=0.95, *, game: str = "reconstruction", se
     so c agrees with the definition; beyond, it runs on a normal approximation of S* and only the eps
     it ends at is evaluated exactly (``_count_fast``), which may return c up to about one target above
     the definition (measured: at most 1 on Beta and uniform priors, n = 2e4 - 1e6; 0.2 s at n = 1e5,
-    1-1.5 s at 1e6 for three confidences). ``game``, ``set_valued`` and ``collision`` as in tail_bound
-    (an add/remove profile is made replace-one for reconstruction; an eps-DP profile gets Theorem 3.1,
-    ``pure_dp_count_bound``, at its own eps).
+    1-1.5 s at 1e6 for three confidences). ``p``, ``game``, ``set_valued`` and ``collision`` as in
+    tail_bound (an add/remove profile is made replace-one for reconstruction; an eps-DP profile gets
+    Theorem 3.1, ``pure_dp_count_bound``, at its own eps).
     """
     profile = _profile(profile, game)
     set_valued = _check_set_valued(set_valued)
     pure = pure_epsilon_of(profile)
     if pure is not None:
         return pure_dp_count_bound(pure, p, confidence)
-    q = _priors(p)
+    g = _grouped(p, collision if set_valued else None)
     conf = _validate.confidence("confidence", confidence)
     confs = np.atleast_1d(conf)
     targets = 1.0 - confs
-    # one exact guess: numerator None means 1 - p_i (_OneRun groups the priors faster then)
-    run = _OneRun(profile, q, _numerators(q, set_valued, collision) if set_valued else None)
-    out = (_count_fast if len(q) >= _FAST_FROM else _count_exact)(run, targets)
+    run = _OneRun(profile, g, set_valued)
+    out = (_count_fast if g.n >= _FAST_FROM else _count_exact)(run, targets)
     out = np.array(out, dtype=int)
     return int(out[0]) if conf.ndim == 0 else out.reshape(conf.shape)
 
@@ -887,51 +907,53 @@ def count_bound(profile, p, confidence=0.95, *, game: str = "reconstruction", se
 # --------------------------------------------------------------------------------------------
 # Theorem 3.2: beta estimated from R runs of the mechanism
 # --------------------------------------------------------------------------------------------
-def _runs(p_runs) -> np.ndarray:
-    arr = _validate.probability("p_runs", p_runs)
-    if arr.ndim == 1:
-        arr = arr[None, :]
-    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
-        raise ValueError(f"p_runs must have shape (R, n) with R, n >= 1, got shape {arr.shape}.")
-    return arr
-
-
-class _ArrayTail(_Tail):
-    """A tail given as an array sf[u] >= Pr[S >= u], u = 0..n+1, with the _Tail interface."""
-
-    def __init__(self, sf: np.ndarray):
-        n = len(sf) - 2
-        self.offset = 0
-        self.ext = np.concatenate([[1.0], sf])
-        self.end = n + 1
-        self.d = PoissonBinomial(0, np.zeros(n + 1), n, 0.0)
+def _runs(p_runs) -> list[Priors]:
+    """One Priors per run: from a sequence of Priors (or one), or an array (R, n) (or (n,), one run)."""
+    if isinstance(p_runs, Priors):
+        runs = [p_runs]
+    elif isinstance(p_runs, (list, tuple)) and p_runs and all(isinstance(r, Priors) for r in p_runs):
+        runs = list(p_runs)
+    else:
+        arr = _validate.probability("p_runs", p_runs)
+        if arr.ndim == 1:
+            arr = arr[None, :]
+        if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
+            raise ValueError(f"p_runs must have shape (R, n) with R, n >= 1, got shape {arr.shape}.")
+        return [Priors._unchecked(*np.unique(row, return_counts=True)) for row in arr]
+    sizes = sorted({r.n for r in runs})
+    if len(sizes) > 1:
+        raise ValueError(f"p_runs must give every run the same number of targets n, got runs of {sizes} targets.")
+    return runs
 
 
 class _ExpectedRun(_OneRun):
     """Theorem 3.2's objective: the per-run tails of S*_eps(A(a)) averaged over R runs, budget n delta(eps).
 
     Each run's guesses give beta_i(eps) = beta(eps, p_i) with p_i the prior success of the guess
-    the attack actually made; E[extra successes] <= n delta(eps) (THEORY.md, Theorem 2).
+    the attack actually made; E[extra successes] <= n delta(eps) (THEORY.md, Theorem 2). Each run is
+    held as its groups (``Priors``) and the average is taken over the runs' supports only.
     """
 
-    def __init__(self, profile: PrivacyProfile, runs: np.ndarray):
-        self.profile, self.runs, self.n, self.cache, self.approximate = profile, runs, runs.shape[1], {}, False
-        self.groups = [np.unique(row, return_counts=True) for row in runs]
+    def __init__(self, profile: PrivacyProfile, runs: list[Priors]):
+        self.profile, self.runs, self.n, self.cache, self.approximate = profile, runs, runs[0].n, {}, False
 
-    def per_run(self, eps: float) -> np.ndarray:
-        """(R, n + 2): row r is Pr[S*_eps(run r) >= u] for u = 0..n+1."""
-        u = np.arange(self.n + 2)
-        return np.array([_Tail(distribution_grouped(_beta_unchecked(eps, values), counts))(u)
-                         for values, counts in self.groups])
+    def per_run(self, eps: float) -> list[Tail]:
+        """Pr[S*_eps(run r) >= .] for every run r."""
+        return [_pure_tail(eps, run) for run in self.runs]
 
     def mean(self, eps: float) -> float:
-        return float(np.mean([_beta_unchecked(float(eps), values) @ counts for values, counts in self.groups]))
+        return float(np.mean([_beta_unchecked(float(eps), run.values) @ run.counts for run in self.runs]))
 
     def at(self, eps: float):
         eps = float(eps)
         if eps not in self.cache:
             d = self.profile.delta_upper(eps)
-            self.cache[eps] = (_ArrayTail(np.minimum(1.0, self.per_run(eps).mean(axis=0))), self.n * d)
+            tails = self.per_run(eps)
+            # every run's tail is 1 up to its offset and constant from its end on, so is their mean
+            lo = min(t.offset for t in tails)
+            u = np.arange(lo - 1, max(t.offset + len(t.ext) - 2 for t in tails) + 1)
+            mean = np.minimum(1.0, np.array([t(u) for t in tails]).mean(axis=0))
+            self.cache[eps] = (Tail(lo, mean, self.n), self.n * d)
         return self.cache[eps]
 
 
@@ -945,7 +967,8 @@ def expected_tail(profile, p_runs, v, *, eps=None, game: str = "reconstruction",
     one exact guess and for set-valued success alike (the extra-success budget of each target is at
     most delta(eps) for every success metric).
 
-    ``p_runs[r, i]`` is the prior success of the guess of run r on target i; the expectation is
+    ``p_runs[r, i]`` is the prior success of the guess of run r on target i (or ``p_runs`` is one
+    ``Priors`` per run, the same n targets each: the runs grouped); the expectation is
     replaced by the mean over runs, and ``(value, standard_error)`` is returned, the standard error
     that of the mean of the J = 0 tail at the eps found. eps is minimised like tail_bound's (every
     valley refined) unless given (the minimum of a noisy estimate is slightly optimistic; fix eps in
@@ -955,7 +978,7 @@ def expected_tail(profile, p_runs, v, *, eps=None, game: str = "reconstruction",
     profile = _profile(profile, game)
     _check_set_valued(set_valued)
     runs = _runs(p_runs)
-    n = runs.shape[1]
+    n = runs[0].n
     v = _validate.integer("v", v)
     if v <= 0:
         return 1.0, 0.0
@@ -974,7 +997,7 @@ def expected_tail(profile, p_runs, v, *, eps=None, game: str = "reconstruction",
         value = run.objective(best, v)
     else:
         value, best = _minimise_over_eps(run, v)
-    per_run = run.per_run(best)[:, v]
+    per_run = np.array([t.value(v) for t in run.per_run(best)])
     se = float(np.std(per_run, ddof=1) / math.sqrt(len(per_run))) if len(per_run) > 1 else math.nan
     return float(value), se
 
@@ -1103,9 +1126,10 @@ def calibrate_noise(
     mechanism="dpsgd": DPSGD(sigma, sample_rate, steps, neighboring); in a reconstruction ``game`` (the
     default) its replace-one accounting is what the bound uses, whatever ``neighboring`` says.
     Bounds only weaken as noise shrinks, so a bisection on log sigma finds the threshold; the sigma
-    returned satisfies the target (it is the upper end of the final bracket).
+    returned satisfies the target (it is the upper end of the final bracket). ``p``: an array (n,)
+    or ``Priors``, grouped once for all the bounds the bisection evaluates.
     """
-    q = _priors(p)
+    q = _grouped(p)
     if kind not in ("advantage", "count"):
         raise ValueError(f"kind must be 'advantage' or 'count', got {kind!r}.")
     if game not in GAMES:
@@ -1125,11 +1149,11 @@ def calibrate_noise(
     def ok(sigma: float) -> bool:
         prof = profile_for(sigma)
         if kind == "advantage":
-            return advantage_bound(prof, float(np.max(q)), game=game) <= tgt
+            return advantage_bound(prof, float(q.values[-1]), game=game) <= tgt
         return count_bound(prof, q, confidence, game=game) <= tgt
 
-    if kind == "count" and tgt >= len(q):
-        raise ValueError(f"target must be < n = {len(q)} successes to constrain anything, got {tgt}.")
+    if kind == "count" and tgt >= q.n:
+        raise ValueError(f"target must be < n = {q.n} successes to constrain anything, got {tgt}.")
     lo, hi = 0.05, 1.0
     while not ok(hi):
         lo, hi = hi, hi * 2
