@@ -634,44 +634,45 @@ def main(argv: list[str] | None = None) -> int:
                        help=f"where the data go (default: ${DATA_ENV}, else ../shared/data next to the repository)")
     args = parser.parse_args(argv)
     data_dir = (args.data_dir.expanduser().absolute() if args.data_dir else default_data_dir())
+    from pipeline.io import command
+
+    return command(lambda: _run(args, data_dir), (DataError,), 1,
+                   "error: interrupted; run the same command again to resume the downloads (.part files).")
+
+
+def _run(args, data_dir: Path) -> int:
+    """The fetch or verify command (main's body)."""
+    if args.command == "verify":
+        unknown = [n for n in args.names if n not in SOURCES]
+        if unknown:
+            raise DataError(f"verify takes dataset names among {', '.join(SOURCES)}, got {unknown[0]!r}.")
+        lines, problems = verify(data_dir, list(dict.fromkeys(args.names)))
+        for line in lines:
+            print(line)
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 1 if problems else 0
+    urls = _parse_urls(args.url)
+    names = list(SOURCES) if "all" in args.names else list(dict.fromkeys(args.names))
+    if data_dir.exists() and not data_dir.is_dir():
+        raise DataError(f"--data-dir {data_dir} is a file; give a folder.")
     try:
-        if args.command == "verify":
-            unknown = [n for n in args.names if n not in SOURCES]
-            if unknown:
-                raise DataError(f"verify takes dataset names among {', '.join(SOURCES)}, got {unknown[0]!r}.")
-            lines, problems = verify(data_dir, list(dict.fromkeys(args.names)))
-            for line in lines:
-                print(line)
-            for problem in problems:
-                print(f"error: {problem}", file=sys.stderr)
-            return 1 if problems else 0
-        urls = _parse_urls(args.url)
-        names = list(SOURCES) if "all" in args.names else list(dict.fromkeys(args.names))
-        if data_dir.exists() and not data_dir.is_dir():
-            raise DataError(f"--data-dir {data_dir} is a file; give a folder.")
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataError(f"--data-dir {data_dir} cannot be created ({exc.strerror}); give a writable folder "
+                        f"(--data-dir or ${DATA_ENV}).") from None
+    if not os.access(data_dir, os.W_OK):
+        raise DataError(f"--data-dir {data_dir} is not writable; give a writable folder (--data-dir or ${DATA_ENV}).")
+    failed = 0
+    for name in names:
+        source = SOURCES[name]
         try:
-            data_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise DataError(f"--data-dir {data_dir} cannot be created ({exc.strerror}); give a writable folder "
-                            f"(--data-dir or ${DATA_ENV}).") from None
-        if not os.access(data_dir, os.W_OK):
-            raise DataError(f"--data-dir {data_dir} is not writable; give a writable folder (--data-dir or ${DATA_ENV}).")
-        failed = 0
-        for name in names:
-            source = SOURCES[name]
-            try:
-                for note in source.fetch(source, data_dir, source.url(urls.get(name)), not args.no_progress):
-                    print(note)
-            except DataError as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                failed += 1
-        return 1 if failed else 0
-    except DataError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("error: interrupted; run the same command again to resume the downloads (.part files).", file=sys.stderr)
-        return 130
+            for note in source.fetch(source, data_dir, source.url(urls.get(name)), not args.no_progress):
+                print(note)
+        except DataError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

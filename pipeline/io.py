@@ -6,7 +6,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -96,3 +96,18 @@ def save_figure_atomic(fig, path: str | os.PathLike, dpi: int = 110) -> Path:
         plt.close(fig)
         tmp.unlink(missing_ok=True)
     return path
+
+
+def command(body: Callable[[], int], errors: tuple[type[BaseException], ...], code: int, interrupted: str) -> int:
+    """Run a command-line body: a refused input (one of `errors`) prints `error: <its sentence>` and exits with
+    `code`; Ctrl-C prints `interrupted` and exits with 130 (the shell's convention)."""
+    import sys
+
+    try:
+        return body()
+    except errors as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return code
+    except KeyboardInterrupt:
+        print(interrupted, file=sys.stderr)
+        return 130

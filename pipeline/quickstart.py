@@ -68,14 +68,13 @@ def main() -> int:
     print(f"Quickstart: idealized Gaussian mechanism, 100 canaries x 10 candidates, Bayes-optimal attack, exact match,\n"
           f"one-run bound; {TRIALS} trials per game. Columns: mean targets attacked by the attack and by the\n"
           f"prior-only guess z*, and the bound v at each confidence c: with probability >= c at most v are attacked.\n")
-    try:
-        rows, root = run()
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted; finished games are cached, so `python -m pipeline` resumes where it stopped.", file=sys.stderr)
-        return 130
+    from pipeline.io import command
+
+    return command(lambda: _print(*run(), start), (ConfigError,), 2,
+                   "interrupted; finished games are cached, so `python -m pipeline` resumes where it stopped.")
+
+
+def _print(rows, root, start: float) -> int:
     for row in rows:
         row["attack"] = row.pop("attack_success_mean")
         row["prior baseline"] = row.pop("prior_success_mean")
