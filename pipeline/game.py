@@ -503,7 +503,8 @@ def bound_of(boxes: Boxes, summary: PlayedTrials, confidences: np.ndarray, laws:
 
     A fixed prior: bound.compute once (and compute_per_trial for bounds conditional on the release). Per-trial
     laws (prior.per_trial, e.g. BayNet given each trial's known columns): the box runs on each trial's law and
-    its trial alone, so "bound" holds one count per trial (as the paper's tabular appendix bounds each trial).
+    its trial alone, so "bound" holds one count per trial (as the paper's tabular appendix bounds each trial);
+    a box whose bound is over the mixture of the trials (mixes_trials: Theorem 3.2) runs once over all of them.
     """
     profile, metric, box = boxes.mechanism.profile, boxes.metric, boxes.bound
     if laws is None:
@@ -511,6 +512,11 @@ def bound_of(boxes: Boxes, summary: PlayedTrials, confidences: np.ndarray, laws:
         bound = box.compute(*args)
         per_trial = box.compute_per_trial(*args) if hasattr(box, "compute_per_trial") else None
         theorem = box.theorem(*args[:4]) if hasattr(box, "theorem") else None
+    elif getattr(box, "mixes_trials", False):
+        # a bound over the mixture of the trials (Theorem 3.2) that reads the laws only through the played p_i
+        bound = box.compute(profile, laws[0], metric, summary, confidences)
+        per_trial = None
+        theorem = box.theorem(profile, laws[0], metric, summary) if hasattr(box, "theorem") else None
     else:
         counts = [box.compute(profile, law, metric, _single_trial(summary, r), confidences) for r, law in enumerate(laws)]
         bound = {c: [int(np.max(np.atleast_1d(one[c]))) for one in counts] for c in counts[0]}

@@ -20,6 +20,10 @@ class ExpectedBound:
     """expected_count_bound(profile, p_runs, confidence) with p_runs[r, i] the prior success of trial r's guesses."""
 
     name = "expected"
+    #: Its bound is over the mixture of the trials and reads the law only through the played p_i: with a law per
+    #: trial (prior=baynet) the game computes it once over all trials (valid for the mixture: THEORY.md Thm 2,
+    #: the minimum over J and eps taken after averaging), not trial by trial (one release is not an average).
+    mixes_trials = True
 
     def compute(self, profile, prior, metric, trials, confidences) -> dict[float, int]:
         """{confidence: c} estimated over the trials (PlayedTrials, or guesses of shape (R, n, k))."""

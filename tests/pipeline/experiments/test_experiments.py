@@ -140,3 +140,18 @@ def test_a_point_of_a_figure_is_one_game(compose, tmp_path):
     assert game["prior_success_mean"] == rows["plain"]["prior_mean"]
     assert game["bound_theorem"]["theorem"] == rows["plain"]["bound_theorem"]
     assert len(game["bound"]["0.5"]) == 2  # one count per trial: each trial's records have their own law
+
+
+def test_bounds_with_a_law_per_trial(compose, tmp_path):
+    """With BayNet's law per trial, bound=one_run bounds each trial on its own records (one count per trial), while
+    Theorem 3.2 (bound=expected) is a bound over the mixture of the trials: one count, computed once."""
+    from pipeline.game import compute_metrics
+
+    base = ("prior=baynet", "mechanism=noisy_marginals", "attack=rap", "prior.n_records=30", "attack.steps=50",
+            "trials=3", "prior.dataset=fire", "prior.targets=[ALS Unit]", "attack.compare=[]")
+    per_trial, _, _ = compute_metrics(compose(*base))
+    mixed, _, _ = compute_metrics(compose(*base, "bound=expected"))
+    assert all(len(v) == 3 for v in per_trial["bound"].values())
+    assert all(isinstance(v, int) for v in mixed["bound"].values())
+    assert mixed["attack_successes"] == per_trial["attack_successes"]  # same game, only the bound differs
+    assert mixed["bound_theorem"]["theorem"].startswith("Theorem 3.2")
