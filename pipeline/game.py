@@ -1,17 +1,24 @@
-"""Plays one generic attack game (Algorithm 1) from a composed config and writes metrics.json.
+"""The one game (Algorithm 1): plays every combination of boxes from a composed config and writes metrics.json.
 
-For each of R trials: sample targets X ~ D_1 x ... x D_n, release a = M(X), let the attack guess
-z = A(a, D, M), and score L(X, z); the prior-only baseline scores the a-priori guess z* on the same X.
-The prior-only baseline makes as many guesses per target as the attack (its k) and is scored with the
-same metric. The played trials are a cached stage (pipeline.cache) keyed by the boxes' configs and the
-contents of every data file they read, so a sweep over bounds or confidences, or a rerun of the same
-job, plays them once, and an edited data file plays them again. The chosen bound box then turns the
-mechanism's privacy profile and the prior into counts at the configured confidences.
+For each of R trials: sample targets X ~ prior, take the law the attacker holds in that trial
+(prior.for_trial(X): the prior itself, or per-record conditionals such as BayNet's given the known columns),
+release a = M(X), let the attack and each of its variants guess z = A(a, law, M, metric), and score
+L(X, z); the prior-only baseline scores the law's a-priori guess z* (as many guesses per target as the attack,
+the same metric) on the same X. The box contracts are stages/protocols.py. `play_trials` is the project's
+only trial loop: the experiments (pipeline/experiments) list points and play each as a game here.
+
+Stages (pipeline.cache): the played trials (`trials`, keyed by the four game boxes' configs, the contents of
+every data file they read, the seed and the trials), and inside them, per trial, the release when the
+mechanism declares `cache_release` (a DP-SGD training, a table's marginals) and an attack's metric-free
+`prepare` step (RAP's relaxed table), so a sweep over bounds, confidences, metrics or target columns plays
+each expensive step once, and an edited data file plays them again. The bound box then turns the
+mechanism's privacy profile and the law(s) into counts at the configured confidences.
 
 What a trial keeps does not grow with the number of targets beyond what the bounds need: its
 successes and the prior success of the attack's guesses grouped into distinct values
-(stages.bound.box.PlayedTrials). The per-target guesses and prior successes are kept only when
-`save_per_target=true` (they then go to <job>/per_target/).
+(stages.bound.box.PlayedTrials); a per-trial law keeps the trial's records (the bound rebuilds the law).
+The per-target guesses and prior successes are kept only when `save_per_target=true` (they then go to
+<job>/per_target/).
 """
 from __future__ import annotations
 
