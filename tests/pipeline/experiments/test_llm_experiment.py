@@ -130,9 +130,12 @@ def test_pii_law_rows(compose, tmp_path):
 
 
 def test_sweep_configs_compose(compose):
-    for name in ("llm_canaries", "llm_canaries_small"):
+    for name in ("llm_canaries", "llm_canaries_small", "llm_canaries_body"):
         cfg = compose(f"experiment={name}")
         assert cfg.mechanism._target_.endswith("DPSGDFineTuning") and cfg.attack._target_.endswith("ModelAttack")
+    # the paper's setting on SmolLM2 (issue 16 item 5): the body trained, an even number of trials (selection half)
+    body = compose("experiment=llm_canaries_body")
+    assert body.mechanism.trainable == "body" and body.model._target_.endswith("SmolLM2") and body.trials % 2 == 0
     assert compose("experiment=llm_canaries_small", "prior=pii").prior.n_contexts == 20
     assert compose("experiment=llm_canaries", "prior=pii").prior.n_contexts == 500
 
