@@ -396,7 +396,7 @@ def play_trials(boxes: Boxes, seed, trials: int, *, per_target: bool = False, ca
                 groups[label].append(group_prior_success(p))
                 if callable(getattr(att, "observed", None)):
                     for name, value in att.observed().items():
-                        observed.setdefault(_variant_key(label, name), []).append(np.nan if value is None else value)
+                        observed.setdefault(f"observed__{label}__{name}", []).append(np.nan if value is None else value)
                 if per_target and label == labels[0]:
                     guesses.append(z.astype(np.int64))
                     attack_prior_success.append(p)
@@ -422,7 +422,7 @@ def play_trials(boxes: Boxes, seed, trials: int, *, per_target: bool = False, ca
         arrays = {"attack_successes": successes[label], "p_values": summary.values, "p_counts": summary.counts,
                   "p_offsets": summary.offsets}
         played.update(arrays if index == 0 else {_variant_key(label, name): v for name, v in arrays.items()})
-    played.update({f"observed__{name.split('__', 1)[1]}": np.asarray(v, dtype=float) for name, v in observed.items()})
+    played.update({name: np.asarray(v, dtype=float) for name, v in observed.items()})
     played.update({f"release__{name}": np.asarray(v) for name, v in release_info.items()})
     if per_trial_law:
         played["records"] = np.stack(records)
@@ -526,7 +526,7 @@ def bound_of(boxes: Boxes, summary: PlayedTrials, confidences: np.ndarray, laws:
         theorem = box.theorem(profile, laws[0], metric, summary) if hasattr(box, "theorem") else None
     else:
         counts = [box.compute(profile, law, metric, _single_trial(summary, r), confidences) for r, law in enumerate(laws)]
-        bound = {c: [int(np.max(np.atleast_1d(one[c]))) for one in counts] for c in counts[0]}
+        bound = {c: [int(one[c]) for one in counts] for c in counts[0]}
         per_trial = None
         theorem = box.theorem(profile, laws[0], metric, _single_trial(summary, 0)) if hasattr(box, "theorem") else None
     return {"bound": bound, "per_trial": per_trial, "theorem": theorem}

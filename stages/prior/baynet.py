@@ -416,18 +416,23 @@ class TrialPrior:
         return np.clip(np.nan_to_num(p), 0.0, 1.0)
 
     def score(self, X, z, metric) -> np.ndarray:
-        """l_i: 1 where every target column of record i is hit by z_i (exact, or within for one column)."""
-        x = np.asarray(X, dtype=np.int64)[:, self.targets]
-        z = np.asarray(z, dtype=np.int64)
-        if len(self.targets) == 1:
-            return np.asarray(metric.score(x[:, 0], z if z.ndim > 1 else z[:, None]), dtype=np.int64)
-        z = z.reshape(x.shape)
-        hits = np.stack([metric.score(x[:, c], z[:, c]) for c in range(x.shape[1])], axis=1)
-        return hits.min(axis=1).astype(np.int64)
+        return score_records(self.targets, X, z, metric)
 
     def key(self) -> dict:
         """What the law depends on besides the records: the network and the known columns."""
         return {"network": network_key(self.network), "known": self.known}
+
+
+def score_records(targets: Sequence[int], X, z, metric) -> np.ndarray:
+    """l_i: 1 where every target column of record i is hit by z_i (exact, or within for one column; one target
+    may have k guesses, z of shape (n, k))."""
+    x = np.asarray(X, dtype=np.int64)[:, list(targets)]
+    z = np.asarray(z, dtype=np.int64)
+    if x.shape[1] == 1:
+        return np.asarray(metric.score(x[:, 0], z if z.ndim > 1 else z[:, None]), dtype=np.int64)
+    z = z.reshape(x.shape)
+    hits = np.stack([metric.score(x[:, c], z[:, c]) for c in range(x.shape[1])], axis=1)
+    return hits.min(axis=1).astype(np.int64)
 
 
 def network_key(network: BayesNet) -> str:
@@ -560,16 +565,8 @@ class BayNetPrior:
         """The trial's law: each record's exact prior given its known columns (stages.protocols.TrialLaw)."""
         return TrialPrior(self, X, metric)
 
-    def given_known(self, X, metric) -> TrialPrior:
-        """The trial's law with z* and p_i for ``metric`` (for_trial with that metric)."""
-        return TrialPrior(self, X, metric)
-
     def score(self, X, z, metric) -> np.ndarray:
-        """l_i: 1 where every target column of record i is hit by z_i (exact, or within for one column)."""
-        x = np.asarray(X, dtype=np.int64)[:, self.targets]
-        z = np.asarray(z, dtype=np.int64).reshape(x.shape)
-        hits = np.stack([metric.score(x[:, c], z[:, c]) for c in range(x.shape[1])], axis=1)
-        return hits.min(axis=1).astype(np.int64)
+        return score_records(self.targets, X, z, metric)
 
     # A BayNet prior's z* and p_i depend on each trial's known columns: they come from for_trial(X), and a box
     # that needs one law for every trial (a bound without per-trial laws) is told so.

@@ -50,7 +50,7 @@ def test_huge_noise_gives_the_prior_only_guess():
     metric = Exact()
     z = PosteriorAttack(sweeps=50, burn_in=10).reconstruct(release, prior.known, X[:, prior.known], net.domain,
                                                            marginals, prior.targets, metric, network=net)
-    assert np.array_equal(z, prior.given_known(X, metric).guess)
+    assert np.array_equal(z, prior.for_trial(X, metric).guess)
 
 
 def test_tiny_noise_recovers_the_column():
@@ -67,7 +67,7 @@ def test_tiny_noise_recovers_the_column():
         rows = [i for i, k in enumerate(keys) if k == key]
         assert np.array_equal(np.bincount(z[rows, 0], minlength=2), np.bincount(X[rows, 3], minlength=2)), key
     # (so every record of a unanimous group is recovered) and it does at least as well as the prior
-    prior_hits = int(prior.score(X, prior.given_known(X, metric).guess, metric).sum())
+    prior_hits = int(prior.score(X, prior.for_trial(X, metric).guess, metric).sum())
     assert int(prior.score(X, z, metric).sum()) >= prior_hits
 
 
