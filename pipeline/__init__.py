@@ -43,3 +43,5 @@ CONF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 
 # Registers hydra/launcher=advbounds_slurm (what conf/hydra/launcher/slurm*.yaml build on) before Hydra composes.
 from pipeline import slurm_launcher as _slurm_launcher  # noqa: E402,F401
+# Registers hydra/sweeper=points (conf/config.yaml's sweeper: a figure's points as jobs).
+from pipeline import sweeper as _sweeper  # noqa: E402,F401

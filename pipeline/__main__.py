@@ -174,6 +174,13 @@ def app(cfg: DictConfig) -> None:
             exc.job_log = log  # type: ignore[attr-defined]
         raise
     if hydra_cfg.mode == RunMode.RUN:
+        if cfg.get("task") is None and cfg.get("figure") is not None:
+            # one point of an experiment's figure: its rows as the figure's CSV and plot, in the job folder
+            from pipeline.experiments import write_report
+
+            table, figure, rows = write_report(output_dir)
+            print(f"one point of figure {table.stem} ({len(rows)} rows -> {table}); `python -m pipeline -m "
+                  f"experiment=...` plays all its points", flush=True)
         print(f"job folder: {output_dir}", flush=True)
 
 

@@ -180,10 +180,18 @@ def build_boxes(cfg: DictConfig) -> Boxes:
     return Boxes(**built)
 
 
-def check_run_settings(cfg: DictConfig) -> tuple[int, int, np.ndarray]:
+def check_run_settings(cfg: DictConfig) -> tuple[int | list[int], int, np.ndarray]:
     """Validate the game's own keys (seed, trials, confidences); return them as (seed, trials, confidences)."""
     try:
-        seed = _validate.integer("seed", cfg.seed, minimum=0)
+        raw_seed = OmegaConf.to_object(cfg.seed) if OmegaConf.is_config(cfg.seed) else cfg.seed
+        if isinstance(raw_seed, (list, tuple)):
+            # a list of ints: the SeedSequence entropy of a second game of the same setting (Figure llm's
+            # idealized Gaussian plays seed=[seed, 1])
+            if not raw_seed:
+                raise ValueError("seed must be an integer >= 0 or a non-empty list of them, got [].")
+            seed = [_validate.integer(f"seed[{i}]", s, minimum=0) for i, s in enumerate(raw_seed)]
+        else:
+            seed = _validate.integer("seed", raw_seed, minimum=0)
         trials = _validate.integer("trials", cfg.trials, minimum=1)
         raw = OmegaConf.to_object(cfg.confidences) if OmegaConf.is_config(cfg.confidences) else cfg.confidences
         confidences = np.atleast_1d(_validate.confidence("confidences", raw)).reshape(-1)
@@ -475,7 +483,10 @@ def privacy_of(mechanism) -> dict:
         delta, source = FALLBACK_DELTA, (f"the mechanism has no delta (it is given by its profile, e.g. mu); epsilon "
                                          f"is reported at delta = {FALLBACK_DELTA:g}")
     epsilon = float(profile.eps) if source.startswith("pure") else float(profile.epsilon(delta))
-    return {"private": True, **plain(params), "delta": delta, "epsilon": epsilon, "delta_source": source}
+    # the mechanism's own accounting beside it (DP-SGD: the noise multiplier, steps, epsilon under add/remove
+    # and opacus's), where it has one; the keys above win
+    own = plain(mechanism.privacy()) if callable(getattr(mechanism, "privacy", None)) else {}
+    return {**own, "private": True, **plain(params), "delta": delta, "epsilon": epsilon, "delta_source": source}
 
 
 def _bound_counts(result: Any, confidences: np.ndarray) -> dict[str, Any]:
@@ -770,7 +781,19 @@ def run_game(cfg: DictConfig, output_dir: str | os.PathLike, cache: StageCache |
     """
     output_dir = Path(output_dir)
     check_output_dir(output_dir)
+    figure = None
+    if cfg.get("figure") is not None:  # a point of an experiment's figure: the game, then its rows of the table
+        from pipeline.experiments import build_figure, figure_metrics
+
+        figure = build_figure(cfg)
+        try:
+            figure.check(cfg)
+        except ValueError as exc:
+            raise ConfigError(str(exc).strip().splitlines()[0]) from exc
+        figure.setup(cfg)
     metrics, played, _ = compute_metrics(cfg, cache)
+    if figure is not None:
+        metrics.update(figure_metrics(figure, cfg, metrics))
     if "guesses" in played:
         metrics["per_target"] = str(output_dir / "per_target")
     try:
@@ -785,8 +808,12 @@ def run_game(cfg: DictConfig, output_dir: str | os.PathLike, cache: StageCache |
         save_arrays(output_dir / "per_target", guesses=played["guesses"],
                     attack_prior_success=played["attack_prior_success"])
     if logger is not None:
-        logger.log_metrics(metrics)
+        logger.log_metrics({k: v for k, v in metrics.items() if k not in ("table", "columns", "experiment")})
         logger.log_figures({"successes": figure})
+        if metrics.get("table") and hasattr(logger, "log_table"):
+            from pipeline.experiments import table_columns
+
+            logger.log_table(metrics["experiment"]["name"], table_columns(metrics["table"]), metrics["table"])
     bound_text = f"bound {bound_label(metrics)} {metrics['bound']}" if metrics["bound"] is not None else "no bound"
     log.info("attack %.2f, %s %.2f, %s (of %d targets, %d trials, %s)",
              metrics["attack_success_mean"], baseline_label(metrics), metrics["prior_success_mean"],

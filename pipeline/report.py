@@ -115,10 +115,21 @@ def collect(multirun_dir: str | os.PathLike) -> list[dict[str, Any]]:
 
 
 def _launched_jobs(root: Path) -> list[tuple[str, list[str]]] | None:
-    """(job folder, overrides) of every job the sweep in root launches, from root/multirun.yaml.
+    """(job folder, overrides) of every job the sweep in root launches: root/jobs.yaml (pipeline.sweeper writes
+    it), else root/multirun.yaml of Hydra's basic sweeper.
 
-    None when root holds no multirun.yaml of Hydra's basic sweeper with job folders named by job number.
+    None when root holds neither, or a multirun.yaml of another sweeper or without job folders named by number.
     """
+    jobs = root / "jobs.yaml"  # what pipeline.sweeper launched (a figure's points included)
+    if jobs.is_file():
+        import yaml
+
+        try:
+            listed = yaml.safe_load(jobs.read_text())
+        except yaml.YAMLError:
+            listed = None
+        if isinstance(listed, list):
+            return [(str(number), [str(o) for o in job]) for number, job in enumerate(listed)]
     path = root / "multirun.yaml"
     if not path.is_file():
         return None

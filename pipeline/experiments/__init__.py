@@ -1,12 +1,18 @@
-"""The paper's experiments as Hydra tasks: each job computes a table and a figure (conf/experiment/<name>.yaml).
+"""The paper's experiments: figures that are sweeps of games, and tasks that compute bound tables (conf/experiment/).
 
-An experiment config sets `task`, whose `_target_` is a Task class of one of the family modules
-(`synthetic`; `tabular` and `llm` for the case studies) and whose keys are exactly its constructor's
-arguments (as for the boxes). `python -m pipeline experiment=<name>` runs the task as one job; the job
-writes `metrics.json` (with the task's rows under "table"), `<name>.csv` and `figures/<name>.png`. A
-`-m` sweep runs one job per combination and, at its end, the `ExperimentReport` callback concatenates
-the jobs' tables into `<sweep dir>/<name>.csv` and `<sweep dir>/figures/<name>.png` (the same as
-`python -m pipeline.report <sweep dir>`). Shared helpers live in `pipeline.experiments.common`.
+* A **figure** (`figure:` in conf/experiment/<name>.yaml; a `Figure` class of a family module: tabular, llm,
+  synthetic) plays nothing itself. A `-m` sweep of the experiment is a sweep of ordinary game jobs: the
+  project's sweeper (pipeline.sweeper) asks the figure for the points of each combination of
+  `hydra.sweeper.params` and the command line, each point's game job (pipeline.game.run_game) adds its rows of
+  the figure's table to its metrics.json (`figure_metrics`), and at the end of the sweep the `ExperimentReport`
+  callback (or `python -m pipeline.report <sweep dir>`) joins the jobs' rows (`Figure.combine`) into
+  `<sweep dir>/<name>.csv` and draws `<sweep dir>/figures/<name>.png`. A single run of a figure's experiment is
+  one point (its rows also go to `<name>.csv` in its job folder).
+* A **task** (`task:`; a `Task` class) computes a table that is not a game (bound curves, eps_protect, the
+  PII law, the Zipf fit) in one job: `run_task` writes metrics.json (the rows under "table"), `<name>.csv` and
+  `figures/<name>.png`; a `-m` sweep of a task concatenates its jobs' tables the same way.
+
+Shared helpers live in `pipeline.experiments.common`.
 """
 from __future__ import annotations
 
@@ -20,11 +26,11 @@ from typing import Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
-from pipeline.experiments.common import Task, canary_probability
+from pipeline.experiments.common import Figure, Task, canary_probability
 from pipeline.io import write_json_atomic
 
 __all__ = [
-    "Task", "canary_probability", "build_task", "run_task", "write_report", "has_experiment_jobs", "table_columns",
+    "Figure", "Task", "canary_probability", "build_figure", "figure_metrics", "build_task", "run_task", "write_report", "has_experiment_jobs", "table_columns",
     "ExperimentReport",
 ]
 
@@ -51,6 +57,34 @@ def build_task(cfg: DictConfig) -> Task:
     return task
 
 
+def build_figure(cfg: DictConfig) -> Figure:
+    """Instantiate cfg.figure; a refused value raises the game's ConfigError naming figure.<argument>."""
+    from hydra.utils import instantiate
+
+    from pipeline.game import ConfigError, _box_error
+
+    try:
+        figure = instantiate(cfg.figure, _convert_="all")
+    except Exception as exc:  # noqa: BLE001 - every construction failure is a config problem
+        raise _box_error("figure", cfg, exc) from exc
+    if not isinstance(figure, Figure):
+        raise ConfigError(f"figure._target_ must name a Figure class of pipeline.experiments.<family>, got "
+                          f"{cfg.figure.get('_target_')!r}.")
+    return figure
+
+
+def figure_metrics(figure: Figure, cfg: DictConfig, metrics: Mapping) -> dict:
+    """What a figure's game job adds to its metrics.json: its rows of the table, the columns, the experiment."""
+    from pipeline.game import ConfigError
+
+    try:
+        rows = figure.rows(cfg, metrics)
+    except ValueError as exc:
+        raise ConfigError(str(exc).strip().splitlines()[0]) from exc
+    return {"table": rows, "columns": list(figure.columns),
+            "experiment": {"name": figure.name, "target": f"{type(figure).__module__}.{type(figure).__name__}"}}
+
+
 def _data_files(paths) -> list[dict]:
     """{"path", "size", "sha256"} of every file read (a folder: each file under it, sorted)."""
     from pipeline.cache import file_fingerprint
@@ -67,19 +101,16 @@ def run_task(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping
              run_name: str = "defaults", cache=None) -> dict:
     """One experiment job: compute the task's table inside the logger's run, then write and log its outputs.
 
-    metrics.json gets {"experiment": {name, target}, "columns", "table", "headline"} (plus the game's
-    metrics for a game task); nothing is written before every number is computed.
+    metrics.json gets {"experiment": {name, target}, "columns", "table", "headline"}; nothing is written
+    before every number is computed. (choices: the chosen option per config group, unused by a task.)
     """
     from pipeline.cache import StageCache
-    from pipeline.game import BOX_GROUPS, ConfigError, build_logger
+    from pipeline.game import ConfigError, build_logger
     from pipeline.tracking import tracked
 
     output_dir = Path(output_dir)
     task = build_task(cfg)
-    choices = dict(choices or {})
     tags = [f"experiment:{task.name}"]
-    if task.plays_games:
-        tags += [f"{group}:{choices[group]}" for group in BOX_GROUPS if choices.get(group)]
     logger = build_logger(cfg)
     cache = cache if cache is not None else StageCache(cfg.cache_dir)
     from pipeline.tracking import run_config
@@ -107,11 +138,8 @@ def run_task(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping
             metrics["trials"] = int(cfg.trials)
         write_json_atomic(output_dir / "metrics.json", metrics)
         table, figure, rows = write_report(output_dir)
-        # A job that is one game (Figure llm's) logs the game's metrics, the keys of every game job, so one W&B
-        # dashboard compares it with the synthetic and tabular games; the others log their headline numbers.
-        game_keys = ("attack_successes", "prior_successes", "attacks", "bound", "bound_theorem", "privacy", "boxes")
-        logger.log_metrics({k: metrics[k] for k in game_keys if k in metrics} if "attacks" in metrics else
-                           {f"headline/{k}": v for k, v in metrics.get("headline", {}).items()})
+        # A task plays no game (a figure's games are game jobs of their own): it logs its headline numbers.
+        logger.log_metrics({f"headline/{k}": v for k, v in metrics.get("headline", {}).items()})
         logger.log_figures({task.name: figure})
         if hasattr(logger, "log_table"):
             logger.log_table(task.name, table_columns(rows), rows)
@@ -173,6 +201,8 @@ def write_report(root: str | os.PathLike) -> tuple[Path, Path, list[dict]]:
     keys = sorted({k for o in overrides for k in o})
     varying = [k for k in keys if len({o.get(k) for o in overrides}) > 1 and k not in task_class.represented]
     rows = [{**row, **{k: o.get(k) for k in varying}} for (_, metrics), o in zip(jobs, overrides) for row in metrics["table"]]
+    if hasattr(task_class, "combine"):  # a figure's table joins its games' rows (Figure llm: the idealized game's)
+        rows = task_class.combine(rows)
     columns = [*jobs[0][1].get("columns", task_class.columns), *varying]
     name = task_class.name
     path = root / f"{name}.csv"

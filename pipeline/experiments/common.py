@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 from pipeline.io import save_figure_atomic
 
 __all__ = [
-    "CANARIES", "LAW_CANARIES", "PII_CANARIES", "PII_PAPER_EPS_PROTECT", "Task", "attach_stage_cache", "canary_probability",
+    "CANARIES", "Figure", "LAW_CANARIES", "PII_CANARIES", "PII_PAPER_EPS_PROTECT", "Task", "attach_stage_cache", "canary_probability",
     "finish", "grid", "group_rows", "law_canaries", "laws", "mean_interval", "panel", "resolve_laws", "subplots",
 ]
 
@@ -282,23 +282,20 @@ def group_rows(rows: list[dict], key: str) -> dict[Any, list[dict]]:
 
 
 class Task(ABC):
-    """An experiment: `run` computes the rows of its table; `plot` draws them."""
+    """An experiment that is not a sweep of games (bound curves, eps_protect, the PII law, the Zipf fit): `run`
+    computes the rows of its table in one job; `plot` draws them. A figure of games is a `Figure`."""
 
     name = "task"
     columns: tuple[str, ...] = ()
     #: Sweep overrides already shown by a column (not repeated as extra columns in a sweep's table).
     represented: tuple[str, ...] = ()
-    #: Whether the task plays games (its jobs carry the game's metrics too).
-    plays_games = False
-    #: The config groups whose boxes the task uses (None: all five boxes if it plays games, else none):
-    #: what its W&B config logs beside `task` (pipeline.tracking.run_config).
-    groups: tuple[str, ...] | None = None
+    #: The config groups whose boxes the task uses (none by default: a task plays no game): what its W&B
+    #: config logs beside `task` (pipeline.tracking.run_config).
+    groups: tuple[str, ...] = ()
 
     def config_groups(self, cfg: DictConfig) -> tuple[str, ...]:
-        """The config groups this job uses (see `groups`); "model" when it loads the language model."""
-        if self.groups is not None:
-            return tuple(self.groups)
-        return ("prior", "mechanism", "attack", "metric", "bound") if self.plays_games else ()
+        """The config groups this job uses (see `groups`)."""
+        return tuple(self.groups)
 
     def reads_data(self, cfg: DictConfig) -> bool | None:
         """Whether the job reads files from data_dir (None: if one of its config groups has a data_dir key)."""
@@ -307,6 +304,47 @@ class Task(ABC):
     @abstractmethod
     def run(self, cfg: DictConfig, output_dir: Path, cache, logger) -> dict:
         """The job's numbers: {"table": rows, "headline": {...}, ...} (written to metrics.json)."""
+
+    @staticmethod
+    @abstractmethod
+    def plot(rows: list[dict], path) -> Path:
+        """Draw the table's figure at path and return it."""
+
+
+class Figure(ABC):
+    """A paper figure that is a sweep of games (conf/experiment/<name>.yaml sets `figure`).
+
+    The figure does not play anything: `points(cfg)` lists the games of one sweep combination (the sweeper,
+    pipeline.sweeper, launches each as an ordinary game job), `rows(cfg, metrics)` turns one game job's
+    metrics into its rows of the table (the job writes them to metrics.json under "table"), `combine(rows)`
+    joins the jobs' rows into the table (pipeline.experiments.write_report, at the end of the sweep), and
+    `plot(rows, path)` draws it. `check(cfg)` refuses, before the game is played, a job the figure cannot
+    read; `setup(cfg)` prepares the process (e.g. torch's threads).
+    """
+
+    name = "figure"
+    columns: tuple[str, ...] = ()
+    #: Sweep overrides already shown by a column (not repeated as extra columns in the sweep's table).
+    represented: tuple[str, ...] = ()
+
+    def points(self, cfg: DictConfig) -> list[dict[str, Any]]:
+        """The games of one sweep combination, as {override key: value}; [{}] is the combination itself."""
+        return [{}]
+
+    def check(self, cfg: DictConfig) -> None:
+        """Raise ValueError (one sentence) if this job's game cannot give the figure's rows."""
+
+    def setup(self, cfg: DictConfig) -> None:
+        """Prepare the job's process before its game is played."""
+
+    @abstractmethod
+    def rows(self, cfg: DictConfig, metrics: Mapping[str, Any]) -> list[dict]:
+        """The table rows of one game job (its composed config and metrics.json)."""
+
+    @classmethod
+    def combine(cls, rows: list[dict]) -> list[dict]:
+        """The table from the rows of every job of the sweep (in job order)."""
+        return rows
 
     @staticmethod
     @abstractmethod

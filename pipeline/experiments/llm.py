@@ -1,15 +1,16 @@
 """The LLM case study (paper Section 4): DP-SGD canaries with the Model Attack (Figure llm) and the PII prior's law.
 
-* `LLMCanaries`: one job per (prior, epsilon, clip norm, learning rate, epochs) — the sweep of
-  conf/experiment/llm_canaries.yaml. Each job is one game of the engine (pipeline.game.compute_metrics) with
-  the `dpsgd` mechanism (every trial's release, the (n, m) log-probabilities, is the game's cached release
-  stage, keyed by the model, the canaries' secrets, the trial's seed and the hyperparameters), the Model
-  Attack (prior x model) and its variants scored on the same releases (attack.variants: the model-only guess,
-  and the Model Attack with its temperature fitted to the release without the secrets; see
-  stages.attack.model_attack), each with its successes, its bound and its exceedance at every confidence,
-  and a second game of the engine: the idealized Gaussian Bayes-optimal attack on the same prior at the same
-  epsilon (Appendix D; `ideal_config`, its own seeds). The task only turns the two games' metrics into the
-  figure's row. Every bound number comes with the name of the theorem that produced it (`bound_theorem`).
+* `LLMCanaries` (a Figure): the sweep of conf/experiment/llm_canaries*.yaml over (prior, epsilon, clip norm,
+  learning rate, epochs). Each combination is one game job of the engine with the `dpsgd` mechanism (every
+  trial's release, the (n, m) log-probabilities, is the game's cached release stage, keyed by the model, the
+  canaries' secrets, the trial's seed and the hyperparameters), the Model Attack (prior x model) and its
+  variants scored on the same releases (attack.variants: the model-only guess, and the Model Attack with its
+  temperature fitted to the release without the secrets; see stages.attack.model_attack), each with its
+  successes, its bound and its exceedance at every confidence. Beside it the sweeper launches the figure's
+  second point, the idealized Gaussian Bayes-optimal game on the same prior at the same epsilon (Appendix D;
+  `figure.game=ideal`, its own seeds [seed, 1], once per (prior, epsilon)). `rows` reads either game's metrics;
+  `combine` joins each DP-SGD row with its idealized game. Every bound number comes with the name of the
+  theorem that produced it (`bound_theorem`).
   The report keeps, per (prior, epsilon), the hyperparameters with the best mean Model-Attack success
   *on the selection half* of the trials (trials 0, 2, 4, ...) and reports that setting's success on the
   other half (`heldout_*`), so the choice does not use the secrets it is scored on; with one trial per
@@ -29,7 +30,7 @@ from typing import Sequence
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from pipeline.experiments.common import Task, attach_stage_cache, finish, grid, group_rows, mean_interval, panel, subplots
+from pipeline.experiments.common import Figure, Task, attach_stage_cache, finish, grid, group_rows, mean_interval, panel, subplots
 
 __all__ = ["LLMCanaries", "PIILaw", "attach_stage_cache"]
 
@@ -46,8 +47,22 @@ def _set_threads(threads: int | None) -> None:
         torch.set_num_threads(int(threads))
 
 
-class LLMCanaries(Task):
-    """Figure llm: DP-SGD fine-tuning on n new-token canaries, the Model Attack, the bound and the idealized Gaussian."""
+def _dpsgd_accounting(cfg: DictConfig) -> dict:
+    """The DP-SGD mechanism's privacy accounting from its settings alone (no model is loaded)."""
+    from stages.mechanism.dpsgd import DPSGDFineTuning
+
+    settings = OmegaConf.to_container(cfg.mechanism, resolve=True)
+    settings.pop("_target_", None)
+    settings.pop("model", None)
+    return DPSGDFineTuning(model=None, **settings).privacy()
+
+
+class LLMCanaries(Figure):
+    """Figure llm: DP-SGD fine-tuning on n new-token canaries, the Model Attack, the bound and the idealized Gaussian.
+
+    Two games per (prior, epsilon): `figure.game=dpsgd` (every job of the sweep's product) and `figure.game=ideal`,
+    the point the sweeper adds beside each DP-SGD job (the same for every hyperparameter setting, so launched once).
+    """
 
     name = "llm_canaries"
     columns = ("prior_name", "model", "trainable", "private", "eps", "delta", "clip_norm", "learning_rate", "epochs",
@@ -55,61 +70,76 @@ class LLMCanaries(Task):
                "attack_ci_low", "attack_ci_high", "select_trials", "select_mean", "heldout_trials", "heldout_mean",
                "heldout_ci_low", "heldout_ci_high", "model_only_mean", "fitted_mean", "fitted_temperature", "prior_mean", "diverged_trials",
                "bound_theorem", *(f"bound_{c:g}" for c in LEVELS), *(f"exceed_{c:g}" for c in LEVELS),
-               *(f"model_only_exceed_{c:g}" for c in LEVELS), *(f"fitted_exceed_{c:g}" for c in LEVELS),
-               "ideal_mean", "ideal_ci_low", "ideal_ci_high", "ideal_bound_theorem", "ideal_bound_0.95")
-    represented = ("prior", "mechanism.epsilon", "mechanism.clip_norm", "mechanism.learning_rate", "mechanism.epochs")
-    plays_games = True
+               *(f"model_only_{c}" for c in (f"exceed_{c:g}" for c in LEVELS)),
+               *(f"fitted_{c}" for c in (f"exceed_{c:g}" for c in LEVELS)),
+               "ideal_mean", "ideal_ci_low", "ideal_ci_high", "ideal_trials", "ideal_bound_theorem", "ideal_bound_0.95")
+    # what the rows show already, and the idealized game's own overrides (its rows join the DP-SGD rows)
+    represented = ("prior", "mechanism", "mechanism.epsilon", "mechanism.delta", "mechanism.clip_norm",
+                   "mechanism.learning_rate", "mechanism.epochs", "mechanism.batch_size", "mechanism.clipping",
+                   "attack", "attack.k", "trials", "seed", "figure.game")
+    GAMES = ("dpsgd", "ideal")
 
-    def __init__(self, ci_level: float = 0.95, ideal_trials: int = 200, threads: int | None = None) -> None:
+    def __init__(self, ci_level: float = 0.95, ideal_trials: int = 200, threads: int | None = None,
+                 game: str = "dpsgd") -> None:
         from stages.bound import _validate
 
         self.ci_level = float(_validate.probability("ci_level", ci_level, open_low=True, open_high=True))
         self.ideal_trials = _validate.integer("ideal_trials", ideal_trials, minimum=1)
         self.threads = None if threads is None else _validate.integer("threads", threads, minimum=1)
+        if game not in self.GAMES:
+            raise ValueError(f"game must be one of {list(self.GAMES)} (the DP-SGD game, or the idealized Gaussian "
+                             f"game the sweep plays beside it), got {game!r}.")
+        self.game = game
 
-    def ideal_config(self, cfg: DictConfig, epsilon: float, delta: float) -> DictConfig:
-        """The idealized Gaussian game at the job's prior and epsilon: mechanism=gaussian (the same delta) and
-        attack=bayes_optimal with the Model Attack's k, `ideal_trials` trials (Appendix D)."""
-        from omegaconf import OmegaConf
+    # -- the points of one sweep combination ---------------------------------------------------------------
+    def points(self, cfg: DictConfig) -> list[dict]:
+        """The DP-SGD game, and (when it is private) the idealized Gaussian game at its prior and epsilon:
+        mechanism=gaussian (the same delta), attack=bayes_optimal with the Model Attack's k, `ideal_trials`
+        trials, its own seeds SeedSequence([seed, 1]) (Appendix D)."""
+        if self.game != "dpsgd":
+            return [{}]
+        self.check(cfg)
+        privacy = _dpsgd_accounting(cfg)
+        if not privacy["private"]:
+            return [{}]
+        epsilon = cfg.mechanism.epsilon
+        epsilon = float(privacy["epsilon_replace_one"] if epsilon is None else epsilon)
+        seed = OmegaConf.to_object(cfg.seed) if OmegaConf.is_config(cfg.seed) else cfg.seed
+        return [{}, {"figure.game": "ideal", "mechanism": "gaussian", "mechanism.epsilon": epsilon,
+                     "mechanism.delta": float(cfg.mechanism.delta), "attack": "bayes_optimal",
+                     "attack.k": int(cfg.attack.k), "trials": self.ideal_trials,
+                     "seed": [*(seed if isinstance(seed, list) else [int(seed)]), 1]}]
 
-        ideal = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
-        ideal.pop("task", None)
-        ideal.mechanism = {"_target_": "stages.mechanism.gaussian.GaussianMechanism", "mu": None,
-                           "epsilon": float(epsilon), "delta": float(delta), "domain_size": int(cfg.prior.domain_size)}
-        ideal.attack = {"_target_": "stages.attack.bayes_optimal.BayesOptimalAttack", "k": int(cfg.attack.k)}
-        ideal.trials = self.ideal_trials
-        return ideal
+    def check(self, cfg: DictConfig) -> None:
+        confidences = [float(c) for c in cfg.confidences]
+        if any(level not in confidences for level in LEVELS):
+            raise ValueError(f"confidences must include 0.05, 0.5 and 0.95 for {self.name}, got {confidences}.")
+        mechanism, attack = (str(OmegaConf.select(cfg, f"{g}._target_", default="")) for g in ("mechanism", "attack"))
+        wanted = (("DPSGDFineTuning", "ModelAttack", "mechanism=dpsgd and attack=model_attack") if self.game == "dpsgd"
+                  else ("GaussianMechanism", "BayesOptimalAttack", "mechanism=gaussian and attack=bayes_optimal"))
+        if not mechanism.endswith(wanted[0]) or not attack.endswith(wanted[1]):
+            raise ValueError(f"figure.game={self.game} of experiment {self.name} needs {wanted[2]}, got "
+                             f"{mechanism.rsplit('.', 1)[-1]} and {attack.rsplit('.', 1)[-1]}.")
 
-    def run(self, cfg, output_dir, cache, logger) -> dict:
-        from pipeline.game import ConfigError, check_run_settings, compute_metrics
+    def setup(self, cfg: DictConfig) -> None:
+        _set_threads(self.threads)
+
+    # -- one game job's row ------------------------------------------------------------------------------
+    def rows(self, cfg: DictConfig, metrics) -> list[dict]:
         from pipeline.io import bound_column, exceed_column
 
-        _set_threads(self.threads)
-        seed, trials, confidences = check_run_settings(cfg)
-        for level in LEVELS:
-            if level not in [float(c) for c in confidences]:
-                raise ConfigError(f"confidences must include 0.05, 0.5 and 0.95 for {self.name}, got {list(confidences)}.")
-        if not str(OmegaConf.select(cfg, "mechanism._target_", default="")).endswith("DPSGDFineTuning") or \
-                "model_attack" not in str(OmegaConf.select(cfg, "attack._target_", default="")):
-            raise ConfigError(f"experiment {self.name} needs mechanism=dpsgd and attack=model_attack, got "
-                              f"{OmegaConf.select(cfg, 'mechanism._target_')} and {OmegaConf.select(cfg, 'attack._target_')}.")
-        # The DP-SGD game: one game of the engine, its releases (trainings) a cached stage; the Model Attack and
-        # its variants (model_only, fitted) scored on the same releases.
-        game, _, boxes = compute_metrics(cfg, cache)
-        mechanism = boxes.mechanism
-        privacy = mechanism.privacy()
-        private = game["privacy"]["private"]
-        ideal = None
-        if private:
-            # The idealized Gaussian at the same epsilon and prior (Bayes-optimal attack): a second game of the
-            # engine with its own seeds (SeedSequence([seed, 1])).
-            epsilon = mechanism.epsilon if mechanism.epsilon is not None else privacy["epsilon_replace_one"]
-            ideal, _, _ = compute_metrics(self.ideal_config(cfg, epsilon, mechanism.delta), cache, seed=[seed, 1])
-        else:
-            log.info("%s: not private (%s): no epsilon, no bound, no idealized Gaussian", self.name, privacy["reason"])
-        n = int(game["n_targets"])
-        attacks = game["attacks"]
-        main = attacks[game["attack_label"]]
+        n = int(metrics["n_targets"])
+        if self.game == "ideal":
+            mean, low, high = mean_interval(metrics["attack_successes"], self.ci_level, bounds=(0, n))
+            return [{"game": "ideal", "prior_name": metrics["boxes"]["prior"], "eps": float(cfg.mechanism.epsilon),
+                     "delta": float(cfg.mechanism.delta), "ideal_mean": mean, "ideal_ci_low": low, "ideal_ci_high": high,
+                     "ideal_trials": int(metrics["trials"]),
+                     "ideal_bound_theorem": (metrics.get("bound_theorem") or {}).get("theorem"),
+                     "ideal_bound_0.95": (metrics.get("bound") or {}).get(repr(0.95))}]
+        privacy = metrics["privacy"]
+        private = bool(privacy["private"])
+        attacks = metrics["attacks"]
+        main = attacks[metrics["attack_label"]]
 
         def exceed(label) -> dict:
             values = (attacks.get(label) or {}).get("exceed") or {}
@@ -117,49 +147,62 @@ class LLMCanaries(Task):
 
         attack_s = main["successes"]
         mean, low, high = mean_interval(attack_s, self.ci_level, bounds=(0, n))
-        ideal_mean, ideal_low, ideal_high = (mean_interval(ideal["attack_successes"], self.ci_level, bounds=(0, n))
-                                             if ideal else (None, None, None))
         # Hyperparameter selection (the report's best setting per prior and epsilon) uses the even trials,
         # the reported success the odd ones, so the pick never sees the secrets it is scored on.
         select, heldout = attack_s[0::2], attack_s[1::2]
         held_mean, held_low, held_high = (mean_interval(heldout, self.ci_level, bounds=(0, n)) if heldout
                                           else (None, None, None))
         temperatures = ((attacks.get("fitted") or {}).get("observed") or {}).get("temperature")
-        bound = game["bound"]
-        row = {
-            "prior_name": game["boxes"]["prior"], "model": mechanism.model.params().get("model"),
-            "trainable": mechanism.trainable, "private": private,
-            "eps": (float(privacy["epsilon_replace_one"] if mechanism.epsilon is None else mechanism.epsilon)
+        bound = metrics["bound"]
+        built = (metrics.get("params") or {}).get("mechanism") or {}
+        return [{
+            "game": "dpsgd", "prior_name": metrics["boxes"]["prior"], "model": (built.get("model") or {}).get("model"),
+            "trainable": built.get("trainable"), "private": private,
+            "eps": (float(privacy["epsilon_replace_one"] if built.get("epsilon") is None else built["epsilon"])
                     if private else None),
-            "delta": privacy["delta"],
-            "clip_norm": mechanism.clip_norm, "learning_rate": mechanism.learning_rate, "epochs": mechanism.epochs,
-            "noise_multiplier": privacy["noise_multiplier"], "steps": mechanism.steps,
-            "eps_add_remove": privacy["epsilon_add_remove"], "eps_opacus_add_remove": privacy["epsilon_opacus_add_remove"],
-            "trials": trials, "attack_mean": mean, "attack_ci_low": low, "attack_ci_high": high,
+            "delta": privacy.get("delta"),
+            "clip_norm": built.get("clip_norm"), "learning_rate": built.get("learning_rate"),
+            "epochs": built.get("epochs"),
+            "noise_multiplier": privacy.get("noise_multiplier"), "steps": built.get("steps"),
+            "eps_add_remove": privacy.get("epsilon_add_remove"),
+            "eps_opacus_add_remove": privacy.get("epsilon_opacus_add_remove"),
+            "trials": int(metrics["trials"]), "attack_mean": mean, "attack_ci_low": low, "attack_ci_high": high,
             "select_trials": len(select), "select_mean": float(np.mean(select)),
             "heldout_trials": len(heldout), "heldout_mean": held_mean, "heldout_ci_low": held_low,
             "heldout_ci_high": held_high,
             "model_only_mean": (attacks.get("model_only") or {}).get("success_mean"),
             "fitted_mean": (attacks.get("fitted") or {}).get("success_mean"),
             "fitted_temperature": (float(np.exp(np.mean(np.log(temperatures)))) if temperatures else None),
-            "prior_mean": game["prior_success_mean"],
+            "prior_mean": metrics["prior_success_mean"],
             # trials whose training diverged for some canary (NaN or no usable log-probability; the attack then
             # guesses the prior for those canaries: stages.attack.model_attack)
             "diverged_trials": int(np.count_nonzero(np.asarray(
                 (main.get("observed") or {}).get("unusable_canaries") or [0], dtype=float) > 0)),
-            "bound_theorem": game["bound_theorem"]["theorem"] if private else "none (not private)",
+            "bound_theorem": metrics["bound_theorem"]["theorem"] if private else "none (not private)",
             **{bound_column(c): (bound[repr(c)] if private else None) for c in LEVELS},
-            **{exceed_column(c): exceed(game["attack_label"])[c] for c in LEVELS},
+            **{exceed_column(c): exceed(metrics["attack_label"])[c] for c in LEVELS},
             **{f"model_only_{exceed_column(c)}": exceed("model_only")[c] for c in LEVELS},
             **{f"fitted_{exceed_column(c)}": exceed("fitted")[c] for c in LEVELS},
-            "ideal_mean": ideal_mean, "ideal_ci_low": ideal_low, "ideal_ci_high": ideal_high,
-            "ideal_bound_theorem": ideal["bound_theorem"]["theorem"] if ideal else None,
-            "ideal_bound_0.95": ideal["bound"][repr(0.95)] if ideal else None,
-        }
-        # metrics.json: the DP-SGD game's metrics (the same keys as any game job), the idealized game's under
-        # "ideal", the DP-SGD privacy accounting, and the row.
-        game["privacy"] = {**game["privacy"], **privacy, "epsilon": game["privacy"].get("epsilon")}
-        return {**game, "table": [row], "headline": {}, "ideal": ideal, "mechanism": mechanism.params()}
+        }]
+
+    @classmethod
+    def combine(cls, rows: list[dict]) -> list[dict]:
+        """The DP-SGD rows, each with the idealized Gaussian game of its prior, epsilon and delta (ideal_*)."""
+        def key(row):
+            eps, delta = row.get("eps"), row.get("delta")
+            return (str(row.get("prior_name")), None if eps in (None, "") else round(float(eps), 9),
+                    None if delta in (None, "") else float(delta))
+
+        ideal = {key(r): r for r in rows if r.get("game") == "ideal"}
+        out = []
+        for row in rows:
+            if row.get("game") == "ideal":
+                continue
+            match = ideal.get(key(row)) if row.get("eps") not in (None, "") else None
+            out.append({**row, **{k: (match or {}).get(k) for k in
+                                  ("ideal_mean", "ideal_ci_low", "ideal_ci_high", "ideal_trials", "ideal_bound_theorem",
+                                   "ideal_bound_0.95")}})
+        return out
 
     @staticmethod
     def best_rows(rows: list[dict]) -> list[dict]:

@@ -6,12 +6,12 @@
   rows of AdvantageByPrior and EpsProtect come from a `{law: pii, ...}` law (the PII prior scored by
   the job's `model`, its stage-cached scores shared with experiment=pii_law) or a `{law: given,
   probabilities: {max: .., median: .., p10: ..}, source: ..}` law (numbers from a pii_law run).
-* games (Algorithm 1, stage-cached): `IdealizedGaussian` (one game per job; sweep prior x epsilon)
-  and `RRTightness` (plays its own grid of priors x epsilon, and the closed forms beside it).
+* games (Algorithm 1, stage-cached): the figures `IdealizedGaussian` (sweep prior x epsilon) and
+  `RRTightness` (sweep Zipf exponent x epsilon, with the closed forms beside each game): each point is an
+  ordinary game job of a `-m` sweep, which adds its row of the table to metrics.json (`Figure.rows`).
 """
 from __future__ import annotations
 
-import copy
 import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -20,7 +20,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from pipeline.experiments.common import (
-    CANARIES, PII_PAPER_EPS_PROTECT, Task, canary_probability, finish, grid, group_rows, law_canaries, laws,
+    CANARIES, PII_PAPER_EPS_PROTECT, Figure, Task, canary_probability, finish, grid, group_rows, law_canaries, laws,
     mean_interval, panel, resolve_laws, subplots,
 )
 from pipeline.io import save_figure_atomic
@@ -232,29 +232,27 @@ class EpsProtect(Task):
         return finish(fig, [ax], ax.get_ylabel(), path)
 
 
-class IdealizedGaussian(Task):
-    """Appendix "Idealized Gaussian Attack": one game per job (sweep prior x mechanism.epsilon)."""
+class IdealizedGaussian(Figure):
+    """Appendix "Idealized Gaussian Attack": a sweep of prior x mechanism.epsilon, one game per job."""
 
     name = "idealized_gaussian"
     columns = ("prior_name", "eps", "delta", "trials", "attack_mean", "attack_ci_low", "attack_ci_high", "prior_mean",
                "bound_theorem", "bound_0.95", "exceed_0.95")
     represented = ("prior", "mechanism.epsilon")
-    plays_games = True
 
     def __init__(self, ci_level: float = 0.95) -> None:
         from stages.bound import _validate
 
         self.ci_level = float(_validate.probability("ci_level", ci_level, open_low=True, open_high=True))
 
-    def run(self, cfg, output_dir, cache, logger) -> dict:
-        from pipeline.game import ConfigError, run_game
-
+    def check(self, cfg: DictConfig) -> None:
         if 0.95 not in [float(c) for c in cfg.confidences]:
-            raise ConfigError(f"confidences must include 0.95 for {self.name} (column bound_0.95), got {list(cfg.confidences)}.")
-        metrics = run_game(cfg, output_dir, cache=cache, logger=logger)
+            raise ValueError(f"confidences must include 0.95 for {self.name} (column bound_0.95), got {list(cfg.confidences)}.")
+
+    def rows(self, cfg: DictConfig, metrics: Mapping[str, Any]) -> list[dict]:
         mean, low, high = mean_interval(metrics["attack_successes"], self.ci_level, bounds=(0, metrics["n_targets"]))
         eps = cfg.mechanism.get("epsilon")
-        row = {
+        return [{
             "prior_name": metrics["boxes"]["prior"],
             "eps": float(eps) if eps is not None else float(metrics["privacy"]["epsilon"]),
             "delta": metrics["privacy"]["delta"], "trials": metrics["trials"],
@@ -262,8 +260,7 @@ class IdealizedGaussian(Task):
             "prior_mean": float(metrics["prior_success_mean"]),
             "bound_theorem": (metrics.get("bound_theorem") or {}).get("theorem"),
             "bound_0.95": metrics["bound"]["0.95"], "exceed_0.95": metrics["exceed"]["0.95"],
-        }
-        return {**metrics, "table": [row], "headline": {}}
+        }]
 
     @staticmethod
     def plot(rows, path) -> Path:
@@ -286,29 +283,25 @@ class IdealizedGaussian(Task):
                       note=f"bound: {theorems or '-'}; {trials} trials a point, 95% t-intervals")
 
 
-class RRTightness(Task):
+class RRTightness(Figure):
     """Proposition "pure_bnd_tight": randomized response, Bayes-optimal attack, Zipf priors of several exponents.
 
-    For each (exponent, eps) the game is played (stage-cached) and two closed forms are computed per
-    target: the Bayes-optimal attack's expected successes sum_a max_b Pr[RR(b) = a] D(b), and
-    Theorem 3.1's bound on them, sum_a Pr[a] beta(eps, D(R(a))) with R(a) the attack's guess. The
-    proposition says they are equal when max D / min D <= e^eps (`condition_holds`).
+    A sweep of prior.exponent x mechanism.epsilon, one game per job (bound=pure_dp). Beside each game two
+    closed forms are computed per target: the Bayes-optimal attack's expected successes
+    sum_a max_b Pr[RR(b) = a] D(b), and Theorem 3.1's bound on them, sum_a Pr[a] beta(eps, D(R(a))) with
+    R(a) the attack's guess. The proposition says they are equal when max D / min D <= e^eps
+    (`condition_holds`). `bound_empirical` is the game's own: sum_i beta(eps, p_i) over the prior successes
+    p_i of the attack's guesses, averaged over the trials (the pure_dp box's `bound_theorem.expected`).
     """
 
     name = "rr_tightness"
     columns = ("exponent", "eps", "max_prior_ratio", "condition_holds", "attack_mean", "attack_ci_low",
                "attack_ci_high", "attack_exact", "bound_exact", "bound_empirical", "tightness")
-    represented = ("task.exponents", "task.epsilons")
-    plays_games = True
+    represented = ("prior.exponent", "mechanism.epsilon")
 
-    def __init__(self, exponents: Sequence[float] = (0.0, 0.2, 0.5, 1.0, 2.0),
-                 epsilons: Sequence[float] = (0.5, 1.0, 2.0, 4.0), ci_level: float = 0.95) -> None:
+    def __init__(self, ci_level: float = 0.95) -> None:
         from stages.bound import _validate
 
-        self.exponents = [float(_validate.positive("exponents", s, allow_zero=True)) for s in exponents]
-        self.epsilons = [float(_validate.positive("epsilons", e)) for e in epsilons]
-        if not self.exponents or not self.epsilons:
-            raise ValueError(f"exponents and epsilons must be non-empty, got {list(exponents)} and {list(epsilons)}.")
         self.ci_level = float(_validate.probability("ci_level", ci_level, open_low=True, open_high=True))
 
     @staticmethod
@@ -329,42 +322,37 @@ class RRTightness(Task):
         bound = float(np.sum(p_release * beta(eps, guessed_prior)))
         return attack, bound
 
-    def run(self, cfg, output_dir, cache, logger) -> dict:
-        from pipeline.game import ConfigError, compute_metrics, played_trials_of
-        from stages.bound.theorems import beta
+    def check(self, cfg: DictConfig) -> None:
+        from omegaconf import OmegaConf
 
-        if cfg.prior.get("_target_", "").rsplit(".", 1)[-1] != "ZipfPrior" or "RandomizedResponse" not in cfg.mechanism._target_:
-            raise ConfigError(f"{self.name} needs prior=zipf and mechanism=randomized_response, got "
-                              f"{cfg.prior._target_} and {cfg.mechanism._target_}.")
-        rows, cells = [], []
-        for s in self.exponents:
-            for eps in self.epsilons:
-                variant = copy.deepcopy(cfg)
-                variant.prior.exponent = s
-                variant.mechanism.epsilon = eps
-                metrics, played, boxes = compute_metrics(variant, cache)
-                attack_exact, bound_exact = self.closed_forms(boxes.prior.probabilities, eps)
-                grouped = played_trials_of(played)  # each trial's prior successes, grouped
-                per_trial_bound = np.array([np.sum(c * beta(eps, v)) for v, c in map(grouped.groups, range(len(grouped)))])
-                mean, low, high = mean_interval(metrics["attack_successes"], self.ci_level)
-                ratio = float(np.max(boxes.prior.probabilities) / np.min(boxes.prior.probabilities))
-                rows.append({
-                    "exponent": s, "eps": eps, "max_prior_ratio": ratio,
-                    "condition_holds": bool(ratio <= math.exp(eps) * (1 + 1e-12)),
-                    "attack_mean": mean, "attack_ci_low": low, "attack_ci_high": high,
-                    "attack_exact": attack_exact, "bound_exact": bound_exact,
-                    "bound_empirical": float(np.mean(per_trial_bound)),
-                    "tightness": attack_exact / bound_exact if bound_exact > 0 else math.nan,
-                })
-                cells.append({"exponent": s, "eps": eps, "bound": metrics["bound"], "stages": metrics["stages"]})
-        holds = [r for r in rows if r["condition_holds"]]
-        fails = [r for r in rows if not r["condition_holds"]]
-        headline = {
-            "tightness_min_where_condition_holds": float(min((r["tightness"] for r in holds), default=math.nan)),
-            "tightness_min_where_condition_fails": float(min((r["tightness"] for r in fails), default=math.nan)),
-        }
-        return {"table": rows, "headline": headline, "games": cells,
-                "n_targets": int(cfg.prior.n_targets), "trials": int(cfg.trials)}
+        prior, mechanism, bound = (str(OmegaConf.select(cfg, f"{g}._target_", default="")).rsplit(".", 1)[-1]
+                                   for g in ("prior", "mechanism", "bound"))
+        if (prior, mechanism, bound) != ("ZipfPrior", "RandomizedResponse", "PureDPBound"):
+            raise ValueError(f"{self.name} plays prior=zipf, mechanism=randomized_response and bound=pure_dp, got "
+                             f"{prior}, {mechanism} and {bound}.")
+
+    def rows(self, cfg: DictConfig, metrics: Mapping[str, Any]) -> list[dict]:
+        from hydra.utils import instantiate
+
+        prior = instantiate(cfg.prior, _convert_="all")  # cheap: the (n, m) Zipf law the game played
+        eps = float(cfg.mechanism.epsilon)
+        d = np.asarray(prior.probabilities, dtype=float)
+        attack_exact, bound_exact = self.closed_forms(d, eps)
+        mean, low, high = mean_interval(metrics["attack_successes"], self.ci_level, bounds=(0, metrics["n_targets"]))
+        ratio = float(np.max(d) / np.min(d))
+        return [{
+            "exponent": float(prior.exponent), "eps": eps, "max_prior_ratio": ratio,
+            "condition_holds": bool(ratio <= math.exp(eps) * (1 + 1e-12)),
+            "attack_mean": mean, "attack_ci_low": low, "attack_ci_high": high,
+            "attack_exact": attack_exact, "bound_exact": bound_exact,
+            "bound_empirical": float(metrics["bound_theorem"]["expected"]),
+            "tightness": attack_exact / bound_exact if bound_exact > 0 else math.nan,
+        }]
+
+    @classmethod
+    def combine(cls, rows: list[dict]) -> list[dict]:
+        """The table by exponent, then eps (whatever the order of the sweep's values)."""
+        return sorted(rows, key=lambda r: (float(r["exponent"]), float(r["eps"])))
 
     @staticmethod
     def plot(rows, path) -> Path:

@@ -2,7 +2,9 @@
 
 Given the release a and the attack's actual guesses z = A(a), the number of attacked targets is
 dominated by a sum of Bernoulli(beta_i) with beta_i = e^eps / (e^eps - 1 + 1 / p_i) and
-p_i = Pr_{X ~ D_i}[l_i(X, z_i) = 1], so each trial has its own bound.
+p_i = Pr_{X ~ D_i}[l_i(X, z_i) = 1], so each trial has its own bound. The theorem record also gives
+that sum's expectation, sum_i beta_i, averaged over the trials (`expected`; experiment=rr_tightness
+compares it with the attack's exact expectation).
 """
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import numpy as np
 
 from stages.bound.box import as_confidences, bound_theorem, count_dict, guesses_per_target, played_trials
 from stages.bound.profiles import ApproxDP
-from stages.bound.theorems import pure_dp_count_bound
+from stages.bound.theorems import beta, pure_dp_count_bound
 
 __all__ = ["PureDPBound"]
 
@@ -55,10 +57,22 @@ class PureDPBound:
         levels = np.asarray(list(per_trial), dtype=float)
         return count_dict(levels, [max(v) for v in per_trial.values()])
 
+    def expected(self, profile, prior, metric, trials) -> float:
+        """sum_i beta(eps, p_i) averaged over the trials: the expected count of Theorem 3.1's Bernoulli sum."""
+        eps = pure_epsilon(profile)
+        played = played_trials(prior, metric, trials)
+        per_trial = [np.sum(counts * beta(eps, values)) for values, counts in map(played.groups, range(len(played)))]
+        return float(np.mean(per_trial))
+
     def theorem(self, profile, prior, metric, trials) -> dict:
-        """{"theorem", "set_valued", "reason"}: Theorem 3.1, valid for every success metric (set-valued too)."""
-        return bound_theorem(profile, metric, guesses_per_target(trials), getattr(prior, "domain_size", None),
-                             "pure_dp (Theorem 3.1)")
+        """{"theorem", "set_valued", "reason", "version"}: Theorem 3.1, valid for every success metric (set-valued
+        too); for an eps-DP profile also `expected` (see `expected`) and `expected_trials`, the trials it averages."""
+        out = bound_theorem(profile, metric, guesses_per_target(trials), getattr(prior, "domain_size", None),
+                            "pure_dp (Theorem 3.1)")
+        if isinstance(profile, ApproxDP) and profile.delta_ == 0.0:
+            played = played_trials(prior, metric, trials)
+            out.update(expected=self.expected(profile, prior, metric, played), expected_trials=len(played))
+        return out
 
     def params(self) -> dict:
         return {"bound": self.name}

@@ -39,6 +39,12 @@ def test_option_plays_a_game(group, option, compose_config, tmp_path, monkeypatc
         assert set(metrics["attacks"]) == {"noise_aware", "plain"}
         assert all(len(v) == 2 for v in metrics["bound"].values())  # one count per trial (per-record laws)
         return
+    if (group, option) == ("attack", "posterior"):  # the Gibbs reference attack of the tabular game, few sweeps
+        metrics = run_job(compose_config(*TABULAR_SMALL[:2], "attack=posterior", "prior.n_records=30", "trials=2",
+                                         "attack.sweeps=20", "attack.burn_in=5"), out)
+        assert set(metrics["attacks"]) == {"posterior"} and len(metrics["attack_successes"]) == 2
+        assert all(0 <= s <= 30 for s in metrics["attack_successes"]) and metrics["bound_theorem"]["theorem"]
+        return
     cfg = compose_config(f"{group}={option}", *COMPANIONS.get((group, option), ()), *SMALL)
     choices = {g: cfg[g].get("_target_", "").rsplit(".", 1)[-1] for g in BOX_GROUPS}
     metrics = run_job(cfg, out, choices=choices)

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-TINY = ("model=tiny", "prior.n_targets=10", "trials=2", "task.ideal_trials=20", "mechanism.epochs=2")
+TINY = ("model=tiny", "prior.n_targets=10", "trials=2", "figure.ideal_trials=20", "mechanism.epochs=2")
 
 
 @pytest.fixture
@@ -14,18 +14,31 @@ def compose(compose_config):
 
 
 @pytest.mark.parametrize("prior", ["uniform", "pii"])
-def test_llm_canaries_job_writes_its_row_and_reuses_its_trainings(prior, compose, tmp_path):
-    from pipeline.experiments import run_task
+def test_llm_canaries_sweep_plays_both_games_and_reuses_its_trainings(prior, compose, tmp_path):
+    """Issue 15 item 3: a combination of Figure llm's sweep is two game jobs, the DP-SGD game and the idealized
+    Gaussian game at the same prior and epsilon; the report joins them into the figure's row."""
+    from figuretools import figure_jobs, play_figure
+    from pipeline.cache import StageCache
 
     extra = ("prior.n_contexts=3", "prior.max_candidates=12", "prior.progress=false") if prior == "pii" else ()
-    cfg = compose("experiment=llm_canaries", f"prior={prior}", *TINY, *extra)
-    metrics = run_task(cfg, tmp_path / "job")
-    (row,) = metrics["table"]
+    combination = ["experiment=llm_canaries", f"prior={prior}", *TINY, *extra]
+    dpsgd, ideal = figure_jobs(compose, combination)
+    assert dpsgd == combination
+    assert {"figure.game='ideal'", "mechanism=gaussian", "attack=bayes_optimal", "trials=20", "seed=[0,1]",
+            "mechanism.epsilon=10.0", "~mechanism.clip_norm", "~mechanism.trainable"} <= set(ideal)
+    assert not any(o.startswith("mechanism.epochs") for o in ideal)  # the DP-SGD settings do not reach the Gaussian
+    cache = StageCache(tmp_path / "cache")
+    table, figure, rows = play_figure(compose, tmp_path / "sweep", combination, cache=cache)
+    (row,) = rows
+    metrics = json.loads((tmp_path / "sweep" / "0" / "metrics.json").read_text())
+    ideal_metrics = json.loads((tmp_path / "sweep" / "1" / "metrics.json").read_text())
     assert row["prior_name"] == prior and row["eps"] == 10 and row["trials"] == 2
     # Issue 15: one game of the engine with every variant scored on the same releases, each with its bound
     assert set(metrics["attacks"]) == {"model_attack", "model_only", "fitted"}
     assert all(len(a["successes"]) == 2 and a["bound"] == metrics["bound"] for a in metrics["attacks"].values())
-    assert metrics["ideal"]["boxes"]["mechanism"] == "gaussian" and metrics["ideal"]["trials"] == 20
+    assert ideal_metrics["boxes"]["mechanism"] == "gaussian" and ideal_metrics["trials"] == 20
+    assert ideal_metrics["seed"] == [0, 1] and ideal_metrics["privacy"]["epsilon"] == pytest.approx(10)
+    assert row["ideal_trials"] == 20 and row["ideal_bound_theorem"] == ideal_metrics["bound_theorem"]["theorem"]
     assert 0 <= row["prior_mean"] <= 10 and 0 <= row["ideal_mean"] <= 10
     assert row["bound_0.05"] <= row["bound_0.5"] <= row["bound_0.95"] <= 10
     # Issue 14 items 2, 6, 16: the theorem, the model, and the exceedance at every confidence for every variant
@@ -36,25 +49,24 @@ def test_llm_canaries_job_writes_its_row_and_reuses_its_trainings(prior, compose
             assert 0 <= row[f"{variant}exceed_{c}"] <= 1
     assert row["select_trials"] == row["heldout_trials"] == 1
     assert metrics["privacy"]["epsilon_replace_one"] <= 10 < metrics["privacy"]["epsilon_replace_one"] * 1.01
-    cache = metrics["stages"]  # the game's own trials stage, and what the job computed
-    assert cache["trials"]["reused"] is False
-    computed = {s for s, _ in cache.get("computed", [])}
+    assert row["noise_multiplier"] == metrics["privacy"]["noise_multiplier"] and row["steps"] == 2
+    computed = {s for s, _ in cache.computed}
     assert "dpsgd_release" in computed and (prior != "pii" or "pii_scores" in computed)
-    assert (tmp_path / "job" / "figures" / "llm_canaries.png").stat().st_size > 0
-    assert json.loads((tmp_path / "job" / "metrics.json").read_text())["table"] == json.loads(json.dumps(metrics["table"]))
-    again = run_task(cfg, tmp_path / "job2")
-    assert again["stages"]["computed"] == [] and again["attack_successes"] == metrics["attack_successes"]
-    assert again["stages"]["trials"]["reused"] is True
+    assert figure.stat().st_size > 0 and table.name == "llm_canaries.csv"
+    assert metrics["table"][0]["game"] == "dpsgd" and ideal_metrics["table"][0]["game"] == "ideal"
+    before = len(cache.computed)
+    *_, again = play_figure(compose, tmp_path / "again", combination, cache=cache)
+    assert len(cache.computed) == before and again == rows
+    assert json.loads((tmp_path / "again" / "0" / "metrics.json").read_text())["stages"]["trials"]["reused"] is True
 
 
 def test_llm_canaries_refuses_other_boxes(compose, tmp_path):
-    from pipeline.experiments import run_task
+    from figuretools import play_figure
     from pipeline.game import ConfigError
 
-    cfg = compose("experiment=llm_canaries", "attack=bayes_optimal", *TINY[:4])
     with pytest.raises(ConfigError, match=r"needs mechanism=dpsgd and attack=model_attack"):
-        run_task(cfg, tmp_path / "job")
-    assert not (tmp_path / "job" / "metrics.json").exists()
+        play_figure(compose, tmp_path / "sweep", ["experiment=llm_canaries", "attack=bayes_optimal", *TINY[:4]])
+    assert not list(tmp_path.rglob("metrics.json"))
 
 
 def test_best_rows_pick_the_best_hyperparameters():
@@ -85,12 +97,13 @@ def test_best_rows_select_on_half_the_trials_and_report_the_other_half():
 
 def test_non_private_llm_job_has_no_epsilon_no_bound_and_is_drawn_so(compose, tmp_path):
     """Issue 14 item 1: experiment=llm_canaries ... mechanism.clipping=none was reported at eps = 10."""
-    from pipeline.experiments import run_task
+    from figuretools import figure_jobs, play_figure
     from pipeline.experiments.llm import LLMCanaries
 
-    cfg = compose("experiment=llm_canaries", "mechanism.clipping=none", "trials=1", *TINY[:2], *TINY[3:])
-    metrics = run_task(cfg, tmp_path / "job")
-    (row,) = metrics["table"]
+    combination = ["experiment=llm_canaries", "mechanism.clipping=none", "trials=1", *TINY[:2], *TINY[3:]]
+    assert len(figure_jobs(compose, combination)) == 1  # no epsilon: no idealized Gaussian game
+    *_, (row,) = play_figure(compose, tmp_path / "sweep", combination)
+    metrics = json.loads((tmp_path / "sweep" / "0" / "metrics.json").read_text())
     assert row["private"] is False and row["eps"] is None and row["bound_0.95"] is None
     assert row["exceed_0.95"] is None and row["ideal_mean"] is None and row["bound_theorem"] == "none (not private)"
     assert metrics["bound"] is None and metrics["privacy"]["private"] is False and metrics["privacy"]["epsilon"] is None

@@ -1,4 +1,6 @@
-"""Every conf/experiment/*.yaml composes from the real config tree and runs end to end on a shrunken grid."""
+"""Every synthetic conf/experiment/*.yaml composes from the real config tree and runs end to end on a shrunken grid:
+the analytic ones as one task job, the two that play games (idealized_gaussian, rr_tightness) as figures whose
+points are ordinary game jobs of a sweep (tests/figuretools.py plays them in process)."""
 from __future__ import annotations
 
 import csv
@@ -13,6 +15,7 @@ import numpy as np
 import pytest
 
 import pipeline
+from figuretools import figure_jobs, play_figure
 from pipeline import experiments
 from pipeline.experiments import synthetic
 from pipeline.game import ConfigError
@@ -35,15 +38,24 @@ COLUMNS = {
                          "advantage_eps1"],
 }
 
-# Each experiment shrunk to a few seconds: fewer grid points, targets and trials.
+# Each task experiment shrunk to a few seconds: fewer grid points.
 SHRINK = {
     "compare_bounds": ["task.mus=[1,4]", "task.prior_points=4", "task.reciprocal_points=3"],
     "advantage_by_prior": ["task.eps_points=3"],
     "eps_protect": ["task.prior_points=3"],
-    "idealized_gaussian": ["prior.n_targets=10", "trials=10"],
-    "rr_tightness": ["prior.n_targets=10", "trials=20", "task.exponents=[0,0.2,2]", "task.epsilons=[1,2]"],
     "zipf_calibration": ["task.bootstrap=20", "task.windows=[[1,157],[2,157]]"],
 }
+# Each figure experiment shrunk: fewer targets and trials (SMALL), and the sweep combinations that its
+# hydra.sweeper.params (narrowed) would give.
+SMALL = {"idealized_gaussian": ["prior.n_targets=10", "trials=10"], "rr_tightness": ["prior.n_targets=10", "trials=20"]}
+SWEEP = {
+    "idealized_gaussian": [[f"prior={p}", f"mechanism.epsilon={e}"] for p in ("uniform", "zipf") for e in (1, 100)],
+    "rr_tightness": [[f"prior.exponent={s}", f"mechanism.epsilon={e}"] for s in (0, 0.2, 2) for e in (1, 2)],
+}
+
+
+def combinations(name: str, *extra: str) -> list[list[str]]:
+    return [[f"experiment={name}", *SMALL[name], *c, *extra] for c in SWEEP[name]]
 
 
 def _options() -> list[str]:
@@ -65,10 +77,11 @@ def _read_csv(path: Path) -> tuple[list[str], list[dict]]:
 
 
 def test_every_experiment_is_tested():
-    assert set(_options()) == set(COLUMNS) == set(SHRINK)
+    assert set(_options()) == set(COLUMNS) == set(SHRINK) | set(SWEEP)
+    assert not set(SHRINK) & set(SWEEP)
 
 
-@pytest.mark.parametrize("name", sorted(COLUMNS))
+@pytest.mark.parametrize("name", sorted(SHRINK))
 def test_experiment_runs_on_a_shrunken_grid(name, compose, tmp_path):
     cfg = compose(f"experiment={name}", *SHRINK[name])
     assert cfg.name == name and cfg.task._target_.startswith("pipeline.experiments.")
@@ -136,16 +149,81 @@ def test_advantage_by_prior_canaries(compose, tmp_path):
     assert by[("zipf_9digit", "max", 1.0)]["advantage"] > 100 * by[("zipf_9digit", "median", 1.0)]["advantage"]
 
 
+@pytest.mark.parametrize("name", sorted(SWEEP))
+def test_figure_is_a_sweep_of_game_jobs(name, compose, tmp_path):
+    """One ordinary game job per sweep combination (the figures add no points of their own); each job's
+    metrics.json is the game's with its row of the table; the report joins the rows into the csv and figure."""
+    assert compose(f"experiment={name}").get("task") is None
+    jobs = figure_jobs(compose, *combinations(name))
+    assert jobs == combinations(name)
+    table, figure, rows = play_figure(compose, tmp_path / "sweep", *combinations(name))
+    header, written = _read_csv(table)
+    assert header == COLUMNS[name] and len(written) == len(rows) == len(jobs)
+    assert figure.stat().st_size > 0
+    for path in sorted((tmp_path / "sweep").glob("*/metrics.json")):
+        metrics = json.loads(path.read_text())
+        assert metrics["experiment"]["name"] == name and metrics["columns"] == COLUMNS[name]
+        assert len(metrics["table"]) == 1 and "attack_successes" in metrics and "bound" in metrics
+        (row,) = metrics["table"]
+        assert row["attack_mean"] == pytest.approx(np.mean(metrics["attack_successes"]), abs=1e-12)
+        assert row["trials" if name == "idealized_gaussian" else "eps"] is not None
+
+
+def test_idealized_gaussian_rows_are_the_games(compose, tmp_path):
+    *_, rows = play_figure(compose, tmp_path / "sweep", *combinations("idealized_gaussian"))
+    assert [(r["prior_name"], r["eps"]) for r in rows] == [("uniform", 1.0), ("uniform", 100.0), ("zipf", 1.0),
+                                                           ("zipf", 100.0)]
+    for r in rows:
+        assert r["trials"] == 10 and r["delta"] == 1e-5 and r["bound_theorem"]
+        assert 0 <= r["attack_ci_low"] <= r["attack_mean"] <= r["attack_ci_high"] <= 10
+        assert r["prior_mean"] <= r["bound_0.95"] <= 10 and 0 <= r["exceed_0.95"] <= 1
+
+
 def test_rr_tightness_matches_the_proposition(compose, tmp_path):
-    cfg = compose("experiment=rr_tightness", *SHRINK["rr_tightness"])
-    rows = experiments.run_task(cfg, tmp_path / "job")["table"]
+    *_, rows = play_figure(compose, tmp_path / "sweep", *combinations("rr_tightness"))
+    assert [(r["exponent"], r["eps"]) for r in rows] == [(s, e) for s in (0.0, 0.2, 2.0) for e in (1.0, 2.0)]
     assert {r["condition_holds"] for r in rows} == {True, False}
     for r in rows:
         assert r["condition_holds"] == (10 ** r["exponent"] <= math.exp(r["eps"]) + 1e-9)
+        assert r["max_prior_ratio"] == pytest.approx(10 ** r["exponent"], rel=1e-12)
         assert r["attack_exact"] <= r["bound_exact"] + 1e-9  # Theorem 3.1 holds in expectation
         if r["condition_holds"]:  # Proposition pure_bnd_tight: the Bayes-optimal attacker meets the bound
             assert r["tightness"] == pytest.approx(1.0, abs=1e-12)
     assert any(r["tightness"] < 0.9 for r in rows if not r["condition_holds"])
+
+
+def test_rr_tightness_bound_empirical_is_the_played_trials(compose):
+    """bound_empirical: sum_i beta(eps, p_i) over the prior successes p_i of the attack's guesses, averaged over
+    the trials, recomputed here from the game's played trials (what the task computed before it was a figure)."""
+    from pipeline.game import compute_metrics, played_trials_of
+    from stages.bound.theorems import beta
+
+    (job,) = figure_jobs(compose, ["experiment=rr_tightness", *SMALL["rr_tightness"], "prior.exponent=1",
+                                   "mechanism.epsilon=0.5"])
+    cfg = compose(*job)
+    metrics, played, _ = compute_metrics(cfg)
+    grouped = played_trials_of(played)
+    want = np.mean([np.sum(c * beta(0.5, v)) for v, c in map(grouped.groups, range(len(grouped)))])
+    (row,) = synthetic.RRTightness().rows(cfg, metrics)
+    assert metrics["bound_theorem"]["expected_trials"] == 20
+    assert row["bound_empirical"] == want and row["exponent"] == 1.0 and row["eps"] == 0.5
+    # not the mean prior success of the guesses: beta(eps, p) > p for eps > 0
+    assert row["bound_empirical"] > metrics["attack_prior_success_mean"]
+
+
+@pytest.mark.parametrize("name,override,message", [
+    ("rr_tightness", "prior=uniform", r"^rr_tightness plays prior=zipf, mechanism=randomized_response and "
+                                      r"bound=pure_dp, got UniformPrior, RandomizedResponse and PureDPBound\.$"),
+    ("rr_tightness", "bound=one_run", r"^rr_tightness plays .* got ZipfPrior, RandomizedResponse and OneRunBound\.$"),
+    ("idealized_gaussian", "confidences=[0.5]", r"^confidences must include 0\.95 for idealized_gaussian"),
+])
+def test_figure_refuses_a_game_it_cannot_read(name, override, message, compose, tmp_path):
+    from pipeline.game import run_game
+
+    cfg = compose(f"experiment={name}", *SMALL[name], override)
+    with pytest.raises(ConfigError, match=message):
+        run_game(cfg, tmp_path / "job")
+    assert not (tmp_path / "job" / "metrics.json").exists()
 
 
 def test_rr_closed_form_against_enumeration():
@@ -166,7 +244,7 @@ def test_idealized_gaussian_sweep_writes_the_experiment_table(tmp_path):
     env = {**os.environ, "WANDB_MODE": "offline", "HYDRA_FULL_ERROR": "0"}
     result = subprocess.run(
         [sys.executable, "-m", "pipeline", "-m", "experiment=idealized_gaussian", "mechanism.epsilon=1,100",
-         *SHRINK["idealized_gaussian"]],
+         *SMALL["idealized_gaussian"]],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stderr
     (sweep,) = [p.parent for p in (tmp_path / "outputs" / "multirun").rglob("multirun.yaml")]
@@ -182,6 +260,43 @@ def test_idealized_gaussian_sweep_writes_the_experiment_table(tmp_path):
     assert subprocess.run([sys.executable, "-m", "pipeline.report", str(sweep)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120).returncode == 0
     assert _read_csv(sweep / "idealized_gaussian.csv")[1] == rows
+
+
+@pytest.mark.parametrize("name", sorted(SWEEP))
+def test_sweep_params_name_keys_of_the_config(name, compose):
+    """hydra.sweeper.params of the experiment file (what `-m experiment=<name>` sweeps): each key is a config
+    group or a key of the composed config, and each value is a valid override of it (composes)."""
+    from omegaconf import OmegaConf
+
+    params = OmegaConf.load(CONF_DIR / "experiment" / f"{name}.yaml").hydra.sweeper.params
+    assert params
+    for key, values in params.items():
+        assert key in ("prior", "mechanism") or OmegaConf.select(compose(f"experiment={name}"), key) is not None, key
+        for value in str(values).split(","):
+            assert compose(f"experiment={name}", f"{key}={value}") is not None
+    if name == "rr_tightness":  # the proposition's grid (README)
+        assert {k: str(v) for k, v in params.items()} == {"prior.exponent": "0,0.2,0.5,1,2",
+                                                          "mechanism.epsilon": "0.5,1,2,4"}
+
+
+@pytest.mark.slow
+def test_rr_tightness_sweep_from_the_command_line(tmp_path):
+    """`python -m pipeline -m experiment=rr_tightness` (sliced and shrunk): one game job per exponent, then the
+    sweep's table, sorted by exponent and eps."""
+    env = {**os.environ, "WANDB_MODE": "offline", "HYDRA_FULL_ERROR": "0"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline", "-m", "experiment=rr_tightness", "prior.exponent=2,0", "mechanism.epsilon=1",
+         *SMALL["rr_tightness"]],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr
+    (sweep,) = [p.parent for p in (tmp_path / "outputs" / "multirun").rglob("multirun.yaml")]
+    assert sorted(p.name for p in sweep.iterdir() if p.name.isdigit()) == ["0", "1"]
+    header, rows = _read_csv(sweep / "rr_tightness.csv")
+    assert header == COLUMNS["rr_tightness"]
+    assert [(r["exponent"], r["eps"], r["condition_holds"]) for r in rows] == [("0.0", "1.0", "True"),
+                                                                              ("2.0", "1.0", "False")]
+    assert float(rows[0]["tightness"]) == pytest.approx(1.0, abs=1e-12) and float(rows[1]["tightness"]) < 0.9
+    assert (sweep / "figures" / "rr_tightness.png").stat().st_size > 0
 
 
 def test_experiment_logs_to_wandb(compose, tmp_path, monkeypatch):

@@ -84,19 +84,21 @@ def test_exact_release_uses_the_surrogate_scale_and_refuses_nuisance_columns():
         PosteriorAttack().relaxed(rel, two.known, X[:, two.known], net.domain, m2)
 
 
-def test_tabular_epsilon_plays_the_posterior_objective(compose_config, tmp_path):
-    """objectives may list posterior (never a default; alone here, so no RAP compile): the game's attack, its
-    relaxed table the game's cached attack stage."""
-    from pipeline import experiments
+def test_tabular_epsilon_plays_the_posterior_attack(compose_config, tmp_path):
+    """attack=posterior (never a default; alone here, so no RAP compile) plays the figure's points: the game's
+    attack, its relaxed table the game's cached attack stage."""
+    from figuretools import play_figure
+    from pipeline.cache import StageCache
+    from pipeline.game import ConfigError
 
-    cfg = compose_config("experiment=tabular_epsilon", "trials=2", "prior.n_records=30", "attack.steps=50",
-                         "task.datasets={acs: SEX}", "task.epsilons=[1,.inf]", "task.objectives=[posterior]",
-                         "task.posterior={sweeps: 30, burn_in: 10, seed: 0, exact_scale: 1.0}")
-    metrics = experiments.run_task(cfg, tmp_path / "job")
-    rows = metrics["table"]
+    base = ["experiment=tabular_epsilon", "attack=posterior", "trials=2", "prior.n_records=30", "prior.dataset=acs",
+            "figure.columns=SEX", "attack.sweeps=30", "attack.burn_in=10"]
+    cache = StageCache(tmp_path / "cache")
+    *_, rows = play_figure(compose_config, tmp_path / "sweep", [*base, "mechanism.epsilon=1"],
+                           [*base, "mechanism.epsilon=inf"], cache=cache)
     assert {r["objective"] for r in rows} == {"posterior"} and len(rows) == 2
     for r in rows:
         assert 0 <= r["attack_mean"] <= 30
-    assert len(list((tmp_path / "outputs" / "cache" / "attack").iterdir())) == 2 * 2  # 2 trials x 2 eps
-    with pytest.raises(ValueError, match="objectives must list"):
-        experiments.run_task(compose_config("experiment=tabular_epsilon", "task.objectives=[bogus]"), tmp_path / "j2")
+    assert sorted(stage for stage, _ in cache.computed).count("attack") == 2 * 2  # 2 trials x 2 eps
+    with pytest.raises(ConfigError, match="compare must list distinct attacks"):
+        play_figure(compose_config, tmp_path / "j2", ["experiment=tabular_epsilon", "attack.compare=[bogus]"])

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline import experiments
+from figuretools import play_figure
 from pipeline.game import ConfigError
 from stages.prior.baynet import BayNetPrior
 from stages.prior.tabular import DATASETS, FETCHED, STAND_INS, load_table, read_domain
@@ -87,14 +87,11 @@ def test_a_missing_paper_table_says_how_to_fetch_it(tmp_path):
                                                ("tabular_multi_column", "fire/recon-synth", "all"),
                                                ("tabular_approximate", "acs/recon-synth", "AGEP")])
 def test_every_tabular_experiment_runs_on_the_paper_table(name, table, column, paper_data, compose_config, tmp_path):
-    shrink = {"tabular_single_column": [], "tabular_epsilon": ["task.epsilons=[1]"],
-              "tabular_multi_column": ["task.max_targets=2"], "tabular_approximate": []}[name]
-    cfg = compose_config(f"experiment={name}", f"prior.dataset={table}", f"data_dir={paper_data}", *SMALL,
-                         "attack.steps=5", "task.objectives=[noise_aware]", *shrink)
-    metrics = experiments.run_task(cfg, tmp_path / "job")
-    rows = metrics["table"]
+    shrink = {"tabular_multi_column": ["figure.max_targets=2"]}.get(name, [])
+    *_, rows = play_figure(compose_config, tmp_path / "sweep", [
+        f"experiment={name}", f"prior.dataset={table}", f"data_dir={paper_data}", *SMALL, "attack.steps=5",
+        "attack.compare=[]", *shrink])
     assert {r["dataset"] for r in rows} == {table}
-    assert metrics["datasets"] == {table: column}
     played = {c for r in rows for c in r["column"].split("+")}
     if name == "tabular_single_column":
         assert played == set(read_domain(table, paper_data))  # every column of the paper's domain
@@ -104,49 +101,49 @@ def test_every_tabular_experiment_runs_on_the_paper_table(name, table, column, p
         assert played == {column}
 
 
-def test_experiment_on_both_paper_tables_by_task_datasets(paper_data, compose_config, tmp_path):
-    cfg = compose_config("experiment=tabular_epsilon", "task.epsilons=[1]", f"data_dir={paper_data}", *SMALL,
-                         "task.datasets={acs/recon-synth: SCHL, fire/recon-synth: ALS Unit}")
-    rows = experiments.run_task(cfg, tmp_path / "job")["table"]
+def test_experiment_on_both_paper_tables(paper_data, compose_config, tmp_path):
+    *_, rows = play_figure(compose_config, tmp_path / "sweep",
+                           *[["experiment=tabular_epsilon", f"prior.dataset={table}", f"data_dir={paper_data}", *SMALL]
+                             for table in ("acs/recon-synth", "fire/recon-synth")])
     assert {(r["dataset"], r["column"]) for r in rows} == {("acs/recon-synth", "SCHL"), ("fire/recon-synth", "ALS Unit")}
 
 
-def test_task_datasets_narrows(compose_config, tmp_path):
-    """Issue 14 item 5: the documented override plays exactly those tables and columns (FIRE ran too before)."""
-    cfg = compose_config("experiment=tabular_single_column", *SMALL, "task.datasets={acs: [SEX, EDU]}")
-    metrics = experiments.run_task(cfg, tmp_path / "job")
-    assert {(r["dataset"], r["column"]) for r in metrics["table"]} == {("acs", "SEX"), ("acs", "EDU")}
+def test_figure_columns_narrows(compose_config, tmp_path):
+    """Issue 14 item 5: the documented override plays exactly those columns of the table."""
+    *_, rows = play_figure(compose_config, tmp_path / "sweep", [
+        "experiment=tabular_single_column", *SMALL, "prior.dataset=acs", "figure.columns=[SEX, EDU]"])
+    assert {(r["dataset"], r["column"]) for r in rows} == {("acs", "SEX"), ("acs", "EDU")}
 
 
 def test_defaults_are_the_stand_ins_with_their_own_columns(compose_config):
-    from pipeline.experiments import build_task
+    from pipeline.experiments import build_figure
 
     cases = {"tabular_single_column": {"acs": "all", "fire": "all"},
-             "tabular_multi_column": {"acs": "all", "fire": "all"},
              "tabular_epsilon": {"acs": "EDU", "fire": "ALS Unit"},
              "tabular_approximate": {"acs": "AGEP", "fire": "Zipcode of Incident"}}
     for name, expected in cases.items():
-        cfg = compose_config(f"experiment={name}")
-        task = build_task(cfg)
-        assert task.select(cfg.prior.dataset, cfg.data_dir) == expected
-        assert task.select("fire", cfg.data_dir) == {"fire": expected["fire"]}
+        swept = compose_config(f"experiment={name}", return_hydra_config=True).hydra.sweeper.params
+        assert swept["prior.dataset"] == "acs,fire"
+        for table, column in expected.items():
+            cfg = compose_config(f"experiment={name}", f"prior.dataset={table}")
+            selected = build_figure(cfg).selected(cfg, one=column != "all")
+            assert selected == (list(read_domain(table)) if column == "all" else [column])
 
 
 @pytest.mark.parametrize("overrides,message", [
     (["prior.dataset=acs_recon_synth"], "prior.dataset must be one of acs, fire, acs/recon-synth, fire/recon-synth"),
-    (["task.datasets={acs: [SCHL]}"], "datasets.acs names column 'SCHL'"),
-    (["task.datasets={acs/recon-synth: [EDU]}"], "datasets.acs/recon-synth names column 'EDU'"),
-    (["task.datasets={nope: all}"], "datasets must be one of"),
-    (["prior.dataset=acs", "task.datasets={fire: all}"], "prior.dataset=acs and task.datasets .* disagree"),
+    (["prior.dataset=acs", "figure.columns=[SCHL]"], "figure.columns names column 'SCHL'"),
+    (["prior.dataset=acs/recon-synth", "figure.columns=[EDU]"], "figure.columns names column 'EDU'"),
+    (["prior.dataset=nope"], "prior.dataset must be one of"),
 ])
 def test_bad_names_are_refused_before_any_work(overrides, message, paper_data, compose_config, tmp_path):
+    """The sweep refuses a bad table or column while it lists the points, before any job (nothing computed)."""
     from pipeline.cache import StageCache
 
-    cfg = compose_config("experiment=tabular_single_column", f"data_dir={paper_data}", *SMALL, *overrides)
-    if "task.datasets={acs: [SCHL]}" in overrides:  # the stand-in's domain file
-        cfg = compose_config("experiment=tabular_single_column", *SMALL, *overrides)
+    data = [] if "prior.dataset=acs" in overrides else [f"data_dir={paper_data}"]
     cache = StageCache(tmp_path / "cache")
     with pytest.raises(ConfigError, match=message) as info:
-        experiments.run_task(cfg, tmp_path / "job", cache=cache)
+        play_figure(compose_config, tmp_path / "sweep", ["experiment=tabular_single_column", *data, *SMALL, *overrides],
+                    cache=cache)
     assert "\n" not in str(info.value)
-    assert not cache.computed and not (tmp_path / "job" / "metrics.json").exists()
+    assert not cache.computed and not list(tmp_path.rglob("metrics.json"))

@@ -1,0 +1,184 @@
+"""The project's Hydra sweeper: Hydra's basic sweeper, plus the points of an experiment's figure.
+
+A `-m` sweep first forms the cartesian product of its sweep values (`hydra.sweeper.params` and the
+command line), exactly as Hydra's basic sweeper does. Then, for each combination whose composed config has a
+`figure` (conf/experiment/<name>.yaml), it asks the figure for its points (`figure.points(cfg)`: a list of
+{override key: value}) and launches one ordinary game job per point: the combination's overrides with the
+point's on top. That is how a figure whose points depend on the data becomes a sweep: the single-column
+figure plays every column of the table that `prior.dataset` names, the multi-column figure the first m
+columns of the fitted network's visit order, Figure llm adds the idealized Gaussian game beside each DP-SGD
+game. A combination without a figure is one job, as with the basic sweeper.
+
+* A point's `key=value` replaces the combination's override of that key.
+* A point that switches a config group (`mechanism=gaussian`) drops the combination's overrides inside
+  that group (`mechanism.learning_rate=...`) and deletes (`~mechanism.clip_norm`) the keys the experiment
+  file set in the group that the new option does not have, so the switched box gets only its own settings
+  (a key whose value is null is first given one, `mechanism.batch_size=''`: Hydra deletes only a set key).
+* Jobs with the same overrides are launched once (Figure llm's idealized game is the same for every
+  DP-SGD hyperparameter setting of a (prior, epsilon)).
+
+Every job's `.hydra/overrides.yaml` holds its whole override list, so `python -m pipeline <those overrides>`
+replays any one point. conf/config.yaml selects this sweeper (`hydra/sweeper: points`); it takes the basic
+sweeper's settings (`max_batch_size`, `params`).
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+
+import yaml
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.config_store import ConfigStore
+from hydra.core.override_parser.types import Override
+from omegaconf import DictConfig, OmegaConf
+
+
+log = logging.getLogger(__name__)
+
+# Hydra instantiates a sweeper only from a class registered under the `hydra_plugins.` prefix (as for
+# pipeline.slurm_launcher).
+HYDRA_NAME = "hydra_plugins.advbounds_points.PointsSweeper"
+#: The sweep's jobs (their override lists, in job-number order), written into the sweep folder before any job.
+JOBS_FILE = "jobs.yaml"
+#: The config groups a point may switch (their overrides are a choice of option, not a value).
+GROUPS = ("prior", "mechanism", "attack", "metric", "bound", "logger", "model")
+
+
+@dataclass
+class PointsSweeperConf:
+    _target_: str = HYDRA_NAME
+    max_batch_size: Optional[int] = None
+    params: Optional[Dict[str, str]] = None
+
+
+def override_value(value: Any) -> str:
+    """A Python value as the value of a Hydra override (strings quoted, lists and dicts in Hydra's syntax)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{k}:{override_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(override_value(v) for v in value) + "]"
+    raise TypeError(f"a figure's point gives {value!r} ({type(value).__name__}), which has no override syntax.")
+
+
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def point_overrides(combination: Sequence[str], point: Mapping[str, Any]) -> list[str]:
+    """The combination's overrides with the point's on top (see the module docstring; deletions come later)."""
+    switched = [k for k in point if k in GROUPS]
+    kept = [o for o in combination
+            if _key(o) not in point and not any(_key(o).startswith(f"{group}.") for group in switched)]
+    added = []
+    for key, value in point.items():
+        if key in GROUPS or key.startswith("~"):
+            added.append(f"{key}={value}" if not key.startswith("~") else key)
+        else:
+            added.append(f"{key}={override_value(value)}")
+    return [*kept, *added]
+
+
+def group_deletions(compose: Callable[[list[str]], DictConfig], job: list[str], point: Mapping[str, Any]) -> list[str]:
+    """`~group.key` for each key an experiment file set in a group the point switched that the new option lacks."""
+    switched = [k for k in point if k in GROUPS]
+    if not switched:
+        return []
+    cfg = compose(job)
+    deletions = []
+    for group in switched:
+        own = compose([f"{group}={point[group]}"]).get(group) or {}
+        node = cfg.get(group) or {}
+        for key in node:
+            if key not in own:
+                if OmegaConf.select(node, str(key), throw_on_missing=False) is None:
+                    # Hydra deletes only a key whose value is not null: give it a value first
+                    deletions.append(f"{group}.{key}=''")
+                deletions.append(f"~{group}.{key}")
+    return deletions
+
+
+def figure_jobs(compose: Callable[[list[str]], DictConfig], combination: Sequence[str]) -> list[list[str]]:
+    """The jobs of one sweep combination: one per point of its figure, or the combination alone.
+
+    compose: overrides -> the composed config (Hydra's config loader in a sweep; tests pass their compose)."""
+    from pipeline.experiments import build_figure
+
+    cfg = compose(list(combination))
+    if cfg.get("figure") is None:
+        return [list(combination)]
+    figure = build_figure(cfg)
+    try:
+        points = figure.points(cfg)
+    except (ValueError, FileNotFoundError) as exc:
+        from pipeline.game import ConfigError
+
+        raise ConfigError(str(exc).strip().splitlines()[0]) from exc
+    jobs = []
+    for point in points:
+        job = point_overrides(combination, point)
+        jobs.append(job + group_deletions(compose, job, point))
+    log.info("%s: %d points for %s", figure.name, len(jobs), " ".join(combination) or "the defaults")
+    return jobs
+
+
+class PointsSweeper(BasicSweeper):
+    """BasicSweeper whose combinations expand into their figure's points (module docstring)."""
+
+    def __init__(self, max_batch_size: Optional[int] = None, params: Optional[Dict[str, str]] = None) -> None:
+        super().__init__(max_batch_size=max_batch_size, params=params)
+
+    def _compose(self, overrides: Sequence[str]) -> DictConfig:
+        assert self.hydra_context is not None and self.config is not None
+        return self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+
+    def split_arguments(self, overrides: List[Override], max_batch_size: Optional[int]) -> List[List[List[str]]]:  # type: ignore[override]
+        (combinations,) = BasicSweeper.split_arguments(overrides, None)
+        jobs: list[list[str]] = []
+        seen: set[tuple[str, ...]] = set()
+        for combination in combinations:
+            for job in figure_jobs(self._compose, combination):
+                if tuple(job) not in seen:
+                    seen.add(tuple(job))
+                    jobs.append(job)
+        # the sweep's job list, for the report (pipeline.report.missing_jobs names the jobs that never ran)
+        assert self.config is not None
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        tmp = sweep_dir / f".{JOBS_FILE}.tmp"
+        tmp.write_text(yaml.safe_dump([list(job) for job in jobs], width=1000))
+        os.replace(tmp, sweep_dir / JOBS_FILE)
+        if max_batch_size is None:
+            return [jobs]
+        return list(BasicSweeper.split_overrides_to_chunks(jobs, max_batch_size))
+
+
+def register_with_hydra() -> None:
+    """hydra/sweeper=points in Hydra's config store, and the sweeper class under HYDRA_NAME."""
+    from hydra.core.plugins import Plugins
+
+    ConfigStore.instance().store(group="hydra/sweeper", name="points", node=PointsSweeperConf, provider="advbounds")
+    plugins = Plugins.instance()
+    if plugins.class_name_to_class.get(HYDRA_NAME) is not PointsSweeper:
+        plugins.register(PointsSweeper)
+        plugins.class_name_to_class[HYDRA_NAME] = PointsSweeper
+
+
+register_with_hydra()
+
+__all__ = ["PointsSweeper", "figure_jobs", "group_deletions", "override_value", "point_overrides", "register_with_hydra"]
