@@ -102,7 +102,7 @@ def group_deletions(compose: Callable[[list[str]], DictConfig], job: list[str], 
     cfg = compose(job)
     deletions = []
     for group in switched:
-        own = compose([f"{group}={point[group]}"]).get(group) or {}
+        own = compose([f"{group}={point[group]}"]).get(group) or {}  # the option's own keys
         node = cfg.get(group) or {}
         for key in node:
             if key not in own:
@@ -132,7 +132,7 @@ def figure_jobs(compose: Callable[[list[str]], DictConfig], combination: Sequenc
     jobs = []
     for point in points:
         job = point_overrides(combination, point)
-        jobs.append(job + group_deletions(compose, job, point))
+        jobs.append(job + group_deletions(compose, job, point) if job != list(combination) else job)
     log.info("%s: %d points for %s", figure.name, len(jobs), " ".join(combination) or "the defaults")
     return jobs
 
@@ -142,10 +142,21 @@ class PointsSweeper(BasicSweeper):
 
     def __init__(self, max_batch_size: Optional[int] = None, params: Optional[Dict[str, str]] = None) -> None:
         super().__init__(max_batch_size=max_batch_size, params=params)
+        self._composed: dict[tuple[str, ...], DictConfig] = {}
 
     def _compose(self, overrides: Sequence[str]) -> DictConfig:
+        """The job config of these overrides, composed once per sweep (a figure's repeated points, e.g. Figure
+        llm's idealized game for every hyperparameter setting, and the validation of the jobs reuse it)."""
         assert self.hydra_context is not None and self.config is not None
-        return self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        key = tuple(overrides)
+        if key not in self._composed:
+            self._composed[key] = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        return self._composed[key]
+
+    def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
+        """Hydra composes every job before launching (a composition error fails the sweep early): the jobs
+        composed while listing the points are not composed again."""
+        super().validate_batch_is_legal([job for job in batch if tuple(job) not in self._composed])
 
     def split_arguments(self, overrides: List[Override], max_batch_size: Optional[int]) -> List[List[List[str]]]:  # type: ignore[override]
         (combinations,) = BasicSweeper.split_arguments(overrides, None)

@@ -2,8 +2,9 @@
 
 Each command is run as written, made small: a single game gets `prior.n_targets=20 trials=2` appended; what
 would load a language model or run an experiment's full grid is run with `--cfg job` (composed, not run);
-a `-m` sweep is expanded exactly as Hydra's basic sweeper does (the experiment's `hydra.sweeper.params`
-merged with the command line) and its job count is checked against the `# N jobs` its README line states;
+a `-m` sweep is expanded exactly as the project's sweeper does (Hydra's basic sweeper over the experiment's
+`hydra.sweeper.params` merged with the command line, then a figure's points: pipeline.sweeper.figure_jobs) and
+its job count is checked against the `# N jobs` (or `# N + M jobs`) its README line states;
 the quickstart-sized sweep also runs, and the report commands run on its folder. A command that cannot run
 in CI says so in the README (`[not in CI: <reason>]`) and is skipped with that reason, and only those.
 """
@@ -20,7 +21,9 @@ from clitools import CONF_DIR, REPO, cli_env
 
 README = REPO / "README.md"
 NOT_IN_CI = re.compile(r"\[not in CI: ([^\]]+)\]")
-JOBS = re.compile(r"#.*?\b(\d+) jobs\b")
+# "# N jobs", or "# N + M jobs" for a figure that adds M jobs of its own to the N combinations (Figure llm's
+# idealized games)
+JOBS = re.compile(r"#.*?\b(\d+)(?: \+ (\d+))? jobs\b")
 SMALL_GAME = ("prior.n_targets=20", "trials=2")
 # A tabular game is sized by its records, and its attack by its steps.
 SMALL_TABLE_GAME = ("prior.n_records=20", "attack.steps=50", "trials=2")
@@ -73,21 +76,34 @@ def _run(words, cwd, timeout=300):
     return subprocess.run(words, cwd=cwd, env=cli_env(), capture_output=True, text=True, timeout=timeout)
 
 
-def count_jobs(args: list[str]) -> int:
-    """The number of jobs `python -m pipeline -m <args>` launches: Hydra's basic sweeper's own expansion."""
+def count_jobs(args: list[str]) -> tuple[int, int]:
+    """(combinations, jobs) of `python -m pipeline -m <args>`: Hydra's basic sweeper's own expansion of the sweep
+    values (the experiment's `hydra.sweeper.params` merged with the command line), and the jobs the project's
+    sweeper launches for them (pipeline.sweeper.figure_jobs: a figure's points; repeated jobs once)."""
     from hydra import compose, initialize_config_dir
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from pipeline.sweeper import figure_jobs
 
     args = [a for a in args if a not in ("-m", "--multirun")]
     parser = OverridesParser.create()
     parsed = parser.parse_overrides(args)
     fixed = [a for a, o in zip(args, parsed) if not o.is_sweep_override()]
+    composed: dict = {}
+
+    def composer(overrides):
+        key = tuple(overrides)
+        if key not in composed:
+            composed[key] = compose("config", overrides=list(overrides))
+        return composed[key]
+
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=fixed, return_hydra_config=True)  # every fixed override must apply
-    params = [f"{k}={v}" for k, v in (cfg.hydra.sweeper.get("params") or {}).items()]
-    batches = BasicSweeper.split_arguments(parser.parse_overrides(params + args), None)
-    return sum(len(batch) for batch in batches)
+        params = [f"{k}={v}" for k, v in (cfg.hydra.sweeper.get("params") or {}).items()]
+        (combinations,) = BasicSweeper.split_arguments(parser.parse_overrides(params + args), None)
+        jobs = {tuple(job) for combination in combinations for job in figure_jobs(composer, combination)}
+    return len(combinations), len(jobs)
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +137,10 @@ def test_readme_command_runs(line, code, comment, tmp_path, request):
     if module == "pipeline" and ("-m" in words[3:] or "--multirun" in words[3:]):
         expected = JOBS.search(comment)
         assert expected, f"README line {line}: a sweep states its job count ('# N jobs')"
-        assert count_jobs(words[3:]) == int(expected.group(1)), f"README line {line}"
+        combinations, jobs = count_jobs(words[3:])
+        stated = int(expected.group(1)) + int(expected.group(2) or 0)
+        assert jobs == stated and (expected.group(2) is None or combinations == int(expected.group(1))), \
+            f"README line {line}: {combinations} combinations, {jobs} jobs"
         if not COSTLY.search(code) and "hydra/launcher" not in code:
             request.getfixturevalue("sweep_dir")  # the same sweep, run small
         return

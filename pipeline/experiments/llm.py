@@ -47,14 +47,18 @@ def _set_threads(threads: int | None) -> None:
         torch.set_num_threads(int(threads))
 
 
-def _dpsgd_accounting(cfg: DictConfig) -> dict:
-    """The DP-SGD mechanism's privacy accounting from its settings alone (no model is loaded)."""
+def _dpsgd_epsilon(cfg: DictConfig) -> float | None:
+    """The replace-one epsilon of the DP-SGD mechanism from its settings alone (no model is loaded): the target
+    epsilon, or the calibrated profile's at delta when the noise multiplier is given; None if it is not private."""
     from stages.mechanism.dpsgd import DPSGDFineTuning
 
     settings = OmegaConf.to_container(cfg.mechanism, resolve=True)
     settings.pop("_target_", None)
     settings.pop("model", None)
-    return DPSGDFineTuning(model=None, **settings).privacy()
+    mechanism = DPSGDFineTuning(model=None, **settings)
+    if not mechanism.private:
+        return None
+    return float(mechanism.epsilon if mechanism.epsilon is not None else mechanism.profile.epsilon(mechanism.delta))
 
 
 class LLMCanaries(Figure):
@@ -99,11 +103,9 @@ class LLMCanaries(Figure):
         if self.game != "dpsgd":
             return [{}]
         self.check(cfg)
-        privacy = _dpsgd_accounting(cfg)
-        if not privacy["private"]:
+        epsilon = _dpsgd_epsilon(cfg)
+        if epsilon is None:  # not private (clipping=none): no epsilon, no idealized game
             return [{}]
-        epsilon = cfg.mechanism.epsilon
-        epsilon = float(privacy["epsilon_replace_one"] if epsilon is None else epsilon)
         seed = OmegaConf.to_object(cfg.seed) if OmegaConf.is_config(cfg.seed) else cfg.seed
         return [{}, {"figure.game": "ideal", "mechanism": "gaussian", "mechanism.epsilon": epsilon,
                      "mechanism.delta": float(cfg.mechanism.delta), "attack": "bayes_optimal",
