@@ -841,6 +841,8 @@ def run_job(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping[
 
     choices = dict(choices or {})
     tags = [f"{group}:{choices[group]}" for group in BOX_GROUPS if choices.get(group)]
+    if cfg.get("figure") is not None:  # a point of an experiment's figure: the experiment's tag, as its report has
+        tags.append(f"experiment:{cfg.name}")
     from pipeline.preflight import check_config
 
     check_config(cfg)  # boxes that cannot play together, a config that does not resolve: before anything is built

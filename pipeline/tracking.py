@@ -34,7 +34,7 @@ def run_config(cfg, groups, *, reads_data: bool | None = None) -> dict[str, Any]
 
     groups: the config groups whose boxes ran (the game: prior, mechanism, attack, metric, bound; an
     experiment: what its task uses). Logged: those groups, the run settings (RUN_SETTINGS), `task` if
-    the job is an experiment, `model` if a logged group names one (prior=pii, mechanism=dpsgd) or
+    the job is an experiment's task, `figure` if it is a point of an experiment's figure, `model` if a logged group names one (prior=pii, mechanism=dpsgd) or
     "model" is in groups, and `data_dir` if reads_data (None: if a logged group or the task has a
     data_dir key).
     """
@@ -44,9 +44,10 @@ def run_config(cfg, groups, *, reads_data: bool | None = None) -> dict[str, Any]
     out: dict[str, Any] = {key: resolved[key] for key in RUN_SETTINGS if key in resolved}
     used = {group: resolved[group] for group in groups if group in resolved and group != "model"}
     out.update(used)
-    if resolved.get("task") is not None:
-        out["task"] = resolved["task"]
-        used["task"] = resolved["task"]
+    for key in ("task", "figure"):  # an experiment's task, or the figure a game job is a point of
+        if resolved.get(key) is not None:
+            out[key] = resolved[key]
+            used[key] = resolved[key]
     if "model" in resolved and ("model" in groups or _mentions(used, "model")):
         out["model"] = resolved["model"]
     if reads_data is None:

@@ -42,35 +42,30 @@ def _import(target: str):
     return getattr(importlib.import_module(module), name)
 
 
-def build_task(cfg: DictConfig) -> Task:
-    """Instantiate cfg.task; a refused value raises the game's ConfigError naming task.<argument>."""
+def _build(cfg: DictConfig, key: str, kind: type):
+    """Instantiate cfg.<key> (task or figure); a refused value raises the game's ConfigError naming <key>.<argument>."""
     from hydra.utils import instantiate
 
     from pipeline.game import ConfigError, _box_error
 
     try:
-        task = instantiate(cfg.task, _convert_="all")
+        built = instantiate(cfg[key], _convert_="all")
     except Exception as exc:  # noqa: BLE001 - every construction failure is a config problem
-        raise _box_error("task", cfg, exc) from exc
-    if not isinstance(task, Task):
-        raise ConfigError(f"task._target_ must name a Task class of pipeline.experiments.<family>, got {cfg.task._target_!r}.")
-    return task
+        raise _box_error(key, cfg, exc) from exc
+    if not isinstance(built, kind):
+        raise ConfigError(f"{key}._target_ must name a {kind.__name__} class of pipeline.experiments.<family>, got "
+                          f"{cfg[key].get('_target_')!r}.")
+    return built
+
+
+def build_task(cfg: DictConfig) -> Task:
+    """Instantiate cfg.task (ConfigError naming task.<argument> if refused)."""
+    return _build(cfg, "task", Task)
 
 
 def build_figure(cfg: DictConfig) -> Figure:
-    """Instantiate cfg.figure; a refused value raises the game's ConfigError naming figure.<argument>."""
-    from hydra.utils import instantiate
-
-    from pipeline.game import ConfigError, _box_error
-
-    try:
-        figure = instantiate(cfg.figure, _convert_="all")
-    except Exception as exc:  # noqa: BLE001 - every construction failure is a config problem
-        raise _box_error("figure", cfg, exc) from exc
-    if not isinstance(figure, Figure):
-        raise ConfigError(f"figure._target_ must name a Figure class of pipeline.experiments.<family>, got "
-                          f"{cfg.figure.get('_target_')!r}.")
-    return figure
+    """Instantiate cfg.figure (ConfigError naming figure.<argument> if refused)."""
+    return _build(cfg, "figure", Figure)
 
 
 def figure_metrics(figure: Figure, cfg: DictConfig, metrics: Mapping) -> dict:

@@ -81,3 +81,24 @@ def test_run_config_keeps_the_model_where_a_box_uses_it(compose_config):
     cfg = compose_config("mechanism=dpsgd", "attack=model_attack", "model=tiny")
     assert run_config(cfg, ("prior", "mechanism", "attack", "metric", "bound"))["model"]["_target_"].endswith("TinyModel")
     assert "model" not in run_config(compose_config(), ("prior", "mechanism", "attack", "metric", "bound"))
+
+
+def test_a_figure_point_is_a_game_run_with_the_figures_rows(compose_config, tmp_path):
+    """Issue 15 item 3: a point of a figure is a W&B run with the same keys as any game job (one dashboard compares
+    synthetic, tabular and LLM games), tagged with its experiment, with the figure's config and its table rows."""
+    cfg = compose_config("experiment=idealized_gaussian", "logger=wandb", "prior.n_targets=20", "trials=4")
+    choices = {**CHOICES, "prior": "uniform"}
+    metrics = run_job(cfg, tmp_path / "job", choices=choices, run_name="point")
+    run = _only_run(tmp_path / "job")
+    plain = _only_run(_plain_game(compose_config, tmp_path))
+    game_keys = {k for k in plain["summary"] if not k.startswith("_")}
+    assert game_keys <= set(run["summary"])  # every key a plain game logs
+    assert "experiment:idealized_gaussian" in run["tags"] and {f"{g}:{o}" for g, o in choices.items()} <= set(run["tags"])
+    assert run["config"]["figure"]["_target_"].endswith("IdealizedGaussian")
+    assert metrics["table"][0]["attack_mean"] == pytest.approx(metrics["attack_success_mean"])
+    assert any("idealized_gaussian" in path and path.endswith(".table.json") for path in run["files"]), run["files"]
+
+
+def _plain_game(compose_config, tmp_path):
+    run_job(compose_config("logger=wandb", "prior.n_targets=20", "trials=4"), tmp_path / "plain", choices=CHOICES)
+    return tmp_path / "plain"
