@@ -628,7 +628,7 @@ def game_metrics(boxes: Boxes, played: Mapping[str, np.ndarray], confidences: np
         "confidences": confidences.tolist(),
         # confidence -> count (a list: one count per trial for a per-trial law); None for a non-private run.
         "bound": main["bound"],
-        # The theorem that produced the bound's numbers and why ({"theorem", "set_valued", "reason"}).
+        # The theorem that produced the bound's numbers and why ({"theorem", "set_valued", "reason", "version", ...}).
         "bound_theorem": theorem,
         **({"bound_per_trial": main["bound_per_trial"]} if "bound_per_trial" in main else {}),
         # confidence -> how often the attack exceeded the bound there (at most 1 - confidence in

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
@@ -68,7 +69,10 @@ def override_value(value: Any) -> str:
             return "inf" if value > 0 else "-inf"
         return repr(value)
     if isinstance(value, str):
-        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        # Hydra's quoted strings: a backslash escapes only a quote (or the backslashes before one, and before the
+        # closing quote), so only those runs are doubled
+        escaped = re.sub(r"(\\+)(?='|$)", lambda m: m.group(1) * 2, value).replace("'", "\\'")
+        return "'" + escaped + "'"
     if isinstance(value, Mapping):
         return "{" + ",".join(f"{k}:{override_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, (list, tuple)):

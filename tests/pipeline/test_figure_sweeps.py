@@ -71,3 +71,24 @@ def test_bad_figure_input_stops_the_sweep_before_any_job(override, message, tmp_
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith(message), result.stderr
     assert not sweep_dir.exists() and not list(tmp_path.rglob("metrics.json"))
+
+
+@pytest.mark.parametrize("value", ["ALS Unit", "it's a \\ path", "end\\", "a\\'b", "Zipcode of Incident", 3, 2.5,
+                                   float("inf"), None, True, ["SEX", "EDU"], ["ALS Unit"], [0, 1],
+                                   {"acs": "EDU", "fire": ["ALS Unit"]}])
+def test_a_points_value_reads_back_as_itself(value):
+    """pipeline.sweeper writes a point's values in Hydra's override syntax; Hydra's parser gives the value back."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from pipeline.sweeper import override_value
+
+    (parsed,) = OverridesParser.create().parse_overrides([f"key={override_value(value)}"])
+    assert parsed.value() == value
+
+
+def test_a_point_replaces_and_switches():
+    from pipeline.sweeper import point_overrides
+
+    combination = ["experiment=x", "prior.targets=[SEX]", "mechanism.learning_rate=1", "mechanism=dpsgd", "trials=2"]
+    job = point_overrides(combination, {"prior.targets": ["EDU"], "mechanism": "gaussian", "mechanism.epsilon": 1.0})
+    assert job == ["experiment=x", "trials=2", "prior.targets=['EDU']", "mechanism=gaussian", "mechanism.epsilon=1.0"]
