@@ -37,6 +37,23 @@ def test_same_seed_same_game_other_seed_other_game(compose_config):
     assert first["attack_successes"] != other["attack_successes"]
 
 
+def test_a_seed_list_is_a_second_game_of_the_same_setting(compose_config):
+    """seed=[7, 1] (Figure llm's idealized game beside seed 7): SeedSequence([7, 1]), the same game as passing that
+    entropy to the engine, another game than seed 7; a bad entry is refused naming it."""
+    from pipeline.game import ConfigError
+
+    small = ("prior.n_targets=40", "trials=15", "mechanism.epsilon=4")
+    listed, _, _ = compute_metrics(compose_config(*small, "seed=[7,1]"))
+    passed, _, _ = compute_metrics(compose_config(*small, "seed=7"), seed=[7, 1])
+    plain, _, _ = compute_metrics(compose_config(*small, "seed=7"))
+    assert listed["attack_successes"] == passed["attack_successes"] and listed["seed"] == [7, 1]
+    assert listed["attack_successes"] != plain["attack_successes"]
+    with pytest.raises(ConfigError, match=r"seed\[1\] must be an integer >= 0, got -1"):
+        compute_metrics(compose_config(*small, "seed=[7,-1]"))
+    with pytest.raises(ConfigError, match="non-empty list"):
+        compute_metrics(compose_config(*small, "seed=[]"))
+
+
 def test_prior_baseline_matches_the_prior_only_attack(compose_config):
     """The baseline column is the prior-only attack's success on the same targets."""
     cfg = compose_config("attack=prior_only", "prior=zipf", "prior.n_targets=30", "trials=20")
