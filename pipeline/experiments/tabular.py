@@ -72,7 +72,7 @@ class _Tabular(Figure):
 
     #: The point's overrides, shown by the table's dataset, column, m, epsilon and distance columns.
     represented = ("prior.dataset", "prior.targets", "prior.known", "mechanism.epsilon", "metric", "metric.distance",
-                   "figure.columns", "figure.max_targets")
+                   "figure.columns", "figure.max_targets", "attack.objective", "attack.compare")
     x_key = "column"
 
     def __init__(self, columns: str | Sequence[str] | None = None, ci_level: float = 0.95,

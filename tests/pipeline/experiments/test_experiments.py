@@ -193,3 +193,16 @@ def test_bounds_with_a_law_per_trial(compose, tmp_path):
     assert all(isinstance(v, int) for v in mixed["bound"].values())
     assert mixed["attack_successes"] == per_trial["attack_successes"]  # same game, only the bound differs
     assert mixed["bound_theorem"]["theorem"].startswith("Theorem 3.2")
+
+
+def test_objectives_as_variants_or_as_a_sweep_give_the_same_rows(compose, tmp_path):
+    """Issue 15: "target column x eps x objective". One game scoring both RAP objectives on the same releases
+    (attack.compare) and a sweep over attack.objective (one job each, the release stage shared) give the same rows."""
+    base = ["experiment=tabular_single_column", "trials=2", "prior.n_records=30", "attack.steps=50",
+            "prior.dataset=fire", "figure.columns=[ALS Unit]"]
+    cache = StageCache(tmp_path / "cache")
+    *_, variants = play_figure(compose, tmp_path / "variants", [*base, "attack.compare=[plain]"], cache=cache)
+    *_, swept = play_figure(compose, tmp_path / "swept", [*base, "attack.objective=noise_aware", "attack.compare=[]"],
+                            [*base, "attack.objective=plain", "attack.compare=[]"], cache=cache)
+    assert [r["objective"] for r in variants] == [r["objective"] for r in swept] == ["noise_aware", "plain"]
+    assert variants == swept
