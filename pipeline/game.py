@@ -539,7 +539,9 @@ def bound_of(boxes: Boxes, summary: PlayedTrials, confidences: np.ndarray, laws:
         counts = [box.compute(profile, law, metric, _single_trial(summary, r), confidences) for r, law in enumerate(laws)]
         bound = {c: [int(one[c]) for one in counts] for c in counts[0]}
         per_trial = None
-        theorem = box.theorem(profile, laws[0], metric, _single_trial(summary, 0)) if hasattr(box, "theorem") else None
+        # the theorem depends on the laws only through k and the domain, the same in every trial; its record's
+        # numbers over the trials (pure_dp's expected) read every trial's played p_i
+        theorem = box.theorem(profile, laws[0], metric, summary) if hasattr(box, "theorem") else None
     return {"bound": bound, "per_trial": per_trial, "theorem": theorem}
 
 

@@ -190,3 +190,19 @@ def test_a_job_never_replaces_another_jobs_metrics(compose_config, tmp_path):
     with pytest.raises(ConfigError, match="already holds a metrics.json"):
         run_game(compose_config("prior.n_targets=10", "trials=4"), tmp_path / "job")
     assert (tmp_path / "job" / "metrics.json").read_bytes() == before
+
+
+def test_the_theorem_record_reads_every_trial_of_a_per_trial_law(compose_config):
+    """With a law per trial the bound box bounds each trial on its own law; the theorem record's numbers over the
+    trials (pure_dp's expected sum of beta_i) still average every trial, as for a fixed prior."""
+    from pipeline.game import bound_of, build_boxes, played_trials_of
+
+    cfg = compose_config("mechanism=randomized_response", "bound=pure_dp", "prior.n_targets=10", "trials=3")
+    boxes = build_boxes(cfg)
+    summary = played_trials_of(play_trials(boxes, seed=0, trials=3))
+    confidences = np.array([0.5, 0.95])
+    fixed = bound_of(boxes, summary, confidences)
+    per_trial = bound_of(boxes, summary, confidences, laws=[boxes.prior] * 3)
+    assert per_trial["theorem"]["expected_trials"] == fixed["theorem"]["expected_trials"] == 3
+    assert per_trial["theorem"]["expected"] == pytest.approx(fixed["theorem"]["expected"])
+    assert per_trial["theorem"]["theorem"] == fixed["theorem"]["theorem"]
