@@ -783,19 +783,20 @@ def run_game(cfg: DictConfig, output_dir: str | os.PathLike, cache: StageCache |
     """
     output_dir = Path(output_dir)
     check_output_dir(output_dir)
-    figure = None
+    experiment_figure = None
     if cfg.get("figure") is not None:  # a point of an experiment's figure: the game, then its rows of the table
         from pipeline.experiments import build_figure, figure_metrics
 
-        figure = build_figure(cfg)
+        experiment_figure = build_figure(cfg)
         try:
-            figure.check(cfg)
+            experiment_figure.check(cfg)
+            experiment_figure.check_point(cfg)
         except ValueError as exc:
             raise ConfigError(str(exc).strip().splitlines()[0]) from exc
-        figure.setup(cfg)
+        experiment_figure.setup(cfg)
     metrics, played, _ = compute_metrics(cfg, cache)
-    if figure is not None:
-        metrics.update(figure_metrics(figure, cfg, metrics))
+    if experiment_figure is not None:
+        metrics.update(figure_metrics(experiment_figure, cfg, metrics))
     if "guesses" in played:
         metrics["per_target"] = str(output_dir / "per_target")
     try:

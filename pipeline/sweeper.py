@@ -45,7 +45,8 @@ log = logging.getLogger(__name__)
 HYDRA_NAME = "hydra_plugins.advbounds_points.PointsSweeper"
 #: The sweep's jobs (their override lists, in job-number order), written into the sweep folder before any job.
 JOBS_FILE = "jobs.yaml"
-#: The config groups a point may switch (their overrides are a choice of option, not a value).
+#: The config groups a point may switch (their overrides are a choice of option, not a value): the game's box
+#: groups (pipeline.game.BOX_GROUPS, not imported here: `import pipeline` stays light) plus logger and model.
 GROUPS = ("prior", "mechanism", "attack", "metric", "bound", "logger", "model")
 
 
@@ -128,6 +129,7 @@ def figure_jobs(compose: Callable[[list[str]], DictConfig], combination: Sequenc
         return [list(combination)]
     figure = build_figure(cfg)
     try:
+        figure.check(cfg)  # boxes the figure cannot read: refused before its points are asked for
         points = figure.points(cfg)
     except (ValueError, FileNotFoundError) as exc:
         from pipeline.game import ConfigError
@@ -138,6 +140,18 @@ def figure_jobs(compose: Callable[[list[str]], DictConfig], combination: Sequenc
         job = point_overrides(combination, point)
         jobs.append(job + group_deletions(compose, job, point) if job != list(combination) else job)
     log.info("%s: %d points for %s", figure.name, len(jobs), " ".join(combination) or "the defaults")
+    return jobs
+
+
+def sweep_jobs(compose: Callable[[list[str]], DictConfig], combinations: Sequence[Sequence[str]]) -> list[list[str]]:
+    """Every job of a sweep, in launch order: each combination's `figure_jobs`, a repeated job once."""
+    jobs: list[list[str]] = []
+    seen: set[tuple[str, ...]] = set()
+    for combination in combinations:
+        for job in figure_jobs(compose, combination):
+            if tuple(job) not in seen:
+                seen.add(tuple(job))
+                jobs.append(job)
     return jobs
 
 
@@ -164,13 +178,7 @@ class PointsSweeper(BasicSweeper):
 
     def split_arguments(self, overrides: List[Override], max_batch_size: Optional[int]) -> List[List[List[str]]]:  # type: ignore[override]
         (combinations,) = BasicSweeper.split_arguments(overrides, None)
-        jobs: list[list[str]] = []
-        seen: set[tuple[str, ...]] = set()
-        for combination in combinations:
-            for job in figure_jobs(self._compose, combination):
-                if tuple(job) not in seen:
-                    seen.add(tuple(job))
-                    jobs.append(job)
+        jobs = sweep_jobs(self._compose, combinations)
         # the sweep's job list, for the report (pipeline.report.missing_jobs names the jobs that never ran)
         assert self.config is not None
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
@@ -196,4 +204,4 @@ def register_with_hydra() -> None:
 
 register_with_hydra()
 
-__all__ = ["PointsSweeper", "figure_jobs", "group_deletions", "override_value", "point_overrides", "register_with_hydra"]
+__all__ = ["PointsSweeper", "figure_jobs", "sweep_jobs", "group_deletions", "override_value", "point_overrides", "register_with_hydra"]

@@ -34,9 +34,9 @@ def run_config(cfg, groups, *, reads_data: bool | None = None) -> dict[str, Any]
 
     groups: the config groups whose boxes ran (the game: prior, mechanism, attack, metric, bound; an
     experiment: what its task uses). Logged: those groups, the run settings (RUN_SETTINGS), `task` if
-    the job is an experiment's task, `figure` if it is a point of an experiment's figure, `model` if a logged group names one (prior=pii, mechanism=dpsgd) or
-    "model" is in groups, and `data_dir` if reads_data (None: if a logged group or the task has a
-    data_dir key).
+    the job is an experiment's task, `figure` if it is a point of an experiment's figure, `model` if a
+    logged group names one (prior=pii, mechanism=dpsgd) or "model" is in groups, and `data_dir` if
+    reads_data (None: if a logged group or the task has a data_dir key).
     """
     from omegaconf import OmegaConf
 

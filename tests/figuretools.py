@@ -1,5 +1,5 @@
 """Playing an experiment's figure in process, as `python -m pipeline -m <overrides>` does with Hydra's basic
-launcher: the sweeper's jobs for each combination (pipeline.sweeper.figure_jobs), each an ordinary game job
+launcher: the sweeper's jobs for the combinations (pipeline.sweeper.sweep_jobs), each an ordinary game job
 (pipeline.game.run_game, which adds the figure's rows), then the sweep's report (write_report)."""
 from __future__ import annotations
 
@@ -11,14 +11,9 @@ import yaml
 
 def figure_jobs(compose: Callable, *combinations: Sequence[str]) -> list[list[str]]:
     """The override lists of the jobs the sweeper launches for these combinations (duplicates once)."""
-    from pipeline.sweeper import figure_jobs as jobs_of
+    from pipeline.sweeper import sweep_jobs
 
-    out: list[list[str]] = []
-    for combination in combinations:
-        for job in jobs_of(lambda overrides: compose(*overrides), list(combination)):
-            if job not in out:
-                out.append(job)
-    return out
+    return sweep_jobs(lambda overrides: compose(*overrides), [list(c) for c in combinations])
 
 
 def play_figure(compose: Callable, root: Path, *combinations: Sequence[str], cache=None):

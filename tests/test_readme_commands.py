@@ -3,7 +3,7 @@
 Each command is run as written, made small: a single game gets `prior.n_targets=20 trials=2` appended; what
 would load a language model or run an experiment's full grid is run with `--cfg job` (composed, not run);
 a `-m` sweep is expanded exactly as the project's sweeper does (Hydra's basic sweeper over the experiment's
-`hydra.sweeper.params` merged with the command line, then a figure's points: pipeline.sweeper.figure_jobs) and
+`hydra.sweeper.params` merged with the command line, then a figure's points: pipeline.sweeper.sweep_jobs) and
 its job count is checked against the `# N jobs` (or `# N + M jobs`) its README line states;
 the quickstart-sized sweep also runs, and the report commands run on its folder. A command that cannot run
 in CI says so in the README (`[not in CI: <reason>]`) and is skipped with that reason, and only those.
@@ -79,12 +79,12 @@ def _run(words, cwd, timeout=300):
 def count_jobs(args: list[str]) -> tuple[int, int]:
     """(combinations, jobs) of `python -m pipeline -m <args>`: Hydra's basic sweeper's own expansion of the sweep
     values (the experiment's `hydra.sweeper.params` merged with the command line), and the jobs the project's
-    sweeper launches for them (pipeline.sweeper.figure_jobs: a figure's points; repeated jobs once)."""
+    sweeper launches for them (pipeline.sweeper.sweep_jobs: a figure's points; repeated jobs once)."""
     from hydra import compose, initialize_config_dir
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from pipeline.sweeper import figure_jobs
+    from pipeline.sweeper import sweep_jobs
 
     args = [a for a in args if a not in ("-m", "--multirun")]
     parser = OverridesParser.create()
@@ -102,7 +102,7 @@ def count_jobs(args: list[str]) -> tuple[int, int]:
         cfg = compose("config", overrides=fixed, return_hydra_config=True)  # every fixed override must apply
         params = [f"{k}={v}" for k, v in (cfg.hydra.sweeper.get("params") or {}).items()]
         (combinations,) = BasicSweeper.split_arguments(parser.parse_overrides(params + args), None)
-        jobs = {tuple(job) for combination in combinations for job in figure_jobs(composer, combination)}
+        jobs = sweep_jobs(composer, combinations)
     return len(combinations), len(jobs)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from pipeline.io import save_figure_atomic
 
@@ -311,6 +311,12 @@ class Task(ABC):
         """Draw the table's figure at path and return it."""
 
 
+def _listing(items) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    items = [str(item) for item in items]
+    return " and ".join([", ".join(items[:-1]), items[-1]]) if len(items) > 1 else "".join(items)
+
+
 class Figure(ABC):
     """A paper figure that is a sweep of games (conf/experiment/<name>.yaml sets `figure`).
 
@@ -331,8 +337,29 @@ class Figure(ABC):
         """The games of one sweep combination, as {override key: value}; [{}] is the combination itself."""
         return [{}]
 
+    #: The confidence levels the figure's bound columns show (a game without them is refused before it plays).
+    levels: tuple[float, ...] = ()
+
+    def boxes(self, cfg: DictConfig) -> Mapping[str, tuple[str, str]]:
+        """The boxes the figure reads: {group: (class name, option)}; a game with other boxes is refused."""
+        return {}
+
     def check(self, cfg: DictConfig) -> None:
-        """Raise ValueError (one sentence) if this job's game cannot give the figure's rows."""
+        """Raise ValueError (one sentence) if this job's game cannot give the figure's rows: a confidence of
+        `levels` missing, or a box other than `boxes(cfg)` names."""
+        given = [float(c) for c in cfg.confidences]
+        if any(level not in given for level in self.levels):
+            raise ValueError(f"confidences must include {_listing(f'{level:g}' for level in self.levels)} for "
+                             f"{self.name} (its bound columns), got {given}.")
+        boxes = self.boxes(cfg)
+        got = {group: str(OmegaConf.select(cfg, f"{group}._target_", default="")).rsplit(".", 1)[-1] for group in boxes}
+        if any(got[group] != name for group, (name, _) in boxes.items()):
+            raise ValueError(f"{self.name} plays {_listing(f'{g}={option}' for g, (_, option) in boxes.items())}, "
+                             f"got {_listing(got.values())}.")
+
+    def check_point(self, cfg: DictConfig) -> None:
+        """Raise ValueError (one sentence) if this job is not one of the figure's points (after `check`; the
+        sweeper checks a combination with `check` alone, before the points are added)."""
 
     def setup(self, cfg: DictConfig) -> None:
         """Prepare the job's process before its game is played."""

@@ -102,7 +102,6 @@ class LLMCanaries(Figure):
         trials, its own seeds SeedSequence([seed, 1]) (Appendix D)."""
         if self.game != "dpsgd":
             return [{}]
-        self.check(cfg)
         epsilon = _dpsgd_epsilon(cfg)
         if epsilon is None:  # not private (clipping=none): no epsilon, no idealized game
             return [{}]
@@ -112,16 +111,12 @@ class LLMCanaries(Figure):
                      "attack.k": int(cfg.attack.k), "trials": self.ideal_trials,
                      "seed": [*(seed if isinstance(seed, list) else [int(seed)]), 1]}]
 
-    def check(self, cfg: DictConfig) -> None:
-        confidences = [float(c) for c in cfg.confidences]
-        if any(level not in confidences for level in LEVELS):
-            raise ValueError(f"confidences must include 0.05, 0.5 and 0.95 for {self.name}, got {confidences}.")
-        mechanism, attack = (str(OmegaConf.select(cfg, f"{g}._target_", default="")) for g in ("mechanism", "attack"))
-        wanted = (("DPSGDFineTuning", "ModelAttack", "mechanism=dpsgd and attack=model_attack") if self.game == "dpsgd"
-                  else ("GaussianMechanism", "BayesOptimalAttack", "mechanism=gaussian and attack=bayes_optimal"))
-        if not mechanism.endswith(wanted[0]) or not attack.endswith(wanted[1]):
-            raise ValueError(f"figure.game={self.game} of experiment {self.name} needs {wanted[2]}, got "
-                             f"{mechanism.rsplit('.', 1)[-1]} and {attack.rsplit('.', 1)[-1]}.")
+    levels = LEVELS
+
+    def boxes(self, cfg: DictConfig):
+        if self.game == "dpsgd":
+            return {"mechanism": ("DPSGDFineTuning", "dpsgd"), "attack": ("ModelAttack", "model_attack")}
+        return {"mechanism": ("GaussianMechanism", "gaussian"), "attack": ("BayesOptimalAttack", "bayes_optimal")}
 
     def setup(self, cfg: DictConfig) -> None:
         _set_threads(self.threads)

@@ -245,9 +245,7 @@ class IdealizedGaussian(Figure):
 
         self.ci_level = float(_validate.probability("ci_level", ci_level, open_low=True, open_high=True))
 
-    def check(self, cfg: DictConfig) -> None:
-        if 0.95 not in [float(c) for c in cfg.confidences]:
-            raise ValueError(f"confidences must include 0.95 for {self.name} (column bound_0.95), got {list(cfg.confidences)}.")
+    levels = (0.95,)
 
     def rows(self, cfg: DictConfig, metrics: Mapping[str, Any]) -> list[dict]:
         mean, low, high = mean_interval(metrics["attack_successes"], self.ci_level, bounds=(0, metrics["n_targets"]))
@@ -322,14 +320,9 @@ class RRTightness(Figure):
         bound = float(np.sum(p_release * beta(eps, guessed_prior)))
         return attack, bound
 
-    def check(self, cfg: DictConfig) -> None:
-        from omegaconf import OmegaConf
-
-        prior, mechanism, bound = (str(OmegaConf.select(cfg, f"{g}._target_", default="")).rsplit(".", 1)[-1]
-                                   for g in ("prior", "mechanism", "bound"))
-        if (prior, mechanism, bound) != ("ZipfPrior", "RandomizedResponse", "PureDPBound"):
-            raise ValueError(f"{self.name} plays prior=zipf, mechanism=randomized_response and bound=pure_dp, got "
-                             f"{prior}, {mechanism} and {bound}.")
+    def boxes(self, cfg: DictConfig):
+        return {"prior": ("ZipfPrior", "zipf"), "mechanism": ("RandomizedResponse", "randomized_response"),
+                "bound": ("PureDPBound", "pure_dp")}
 
     def rows(self, cfg: DictConfig, metrics: Mapping[str, Any]) -> list[dict]:
         from hydra.utils import instantiate

@@ -73,7 +73,6 @@ class _Tabular(Figure):
     #: The point's overrides, shown by the table's dataset, column, m, epsilon and distance columns.
     represented = ("prior.dataset", "prior.targets", "prior.known", "mechanism.epsilon", "metric", "metric.distance",
                    "figure.columns", "figure.max_targets", "attack.objective", "attack.compare")
-    x_key = "column"
 
     def __init__(self, columns: str | Sequence[str] | None = None, ci_level: float = 0.95,
                  default_columns: Mapping | None = None) -> None:
@@ -116,14 +115,10 @@ class _Tabular(Figure):
             raise ValueError(f"figure.columns must name one column for {self.name}, got {wanted}.")
         return wanted
 
-    def check(self, cfg: DictConfig) -> None:
-        confidences = [float(c) for c in cfg.confidences]
-        if any(c not in confidences for c in _CONFIDENCE_COLUMNS):
-            raise ValueError(f"confidences must include 0.05, 0.5 and 0.95 for the tabular figures, got {confidences}.")
-        prior, mechanism = (str(OmegaConf.select(cfg, f"{g}._target_", default="")) for g in ("prior", "mechanism"))
-        if not prior.endswith("BayNetPrior") or not mechanism.endswith("NoisyMarginals"):
-            raise ValueError(f"experiment {self.name} plays prior=baynet and mechanism=noisy_marginals, got "
-                             f"{prior.rsplit('.', 1)[-1]} and {mechanism.rsplit('.', 1)[-1]}.")
+    levels = tuple(_CONFIDENCE_COLUMNS)
+
+    def boxes(self, cfg: DictConfig):
+        return {"prior": ("BayNetPrior", "baynet"), "mechanism": ("NoisyMarginals", "noisy_marginals")}
 
     @abstractmethod
     def x(self, cfg: DictConfig):
@@ -131,22 +126,22 @@ class _Tabular(Figure):
 
     # -- one game job's rows ---------------------------------------------------------------------
     def rows(self, cfg: DictConfig, metrics: Mapping) -> list[dict]:
-        """One row per attack of the point's game (the attack, then its variants in attack.compare's order)."""
+        """One row per attack of the point's game (the attack, then its variants, as metrics.json lists them)."""
         n = int(cfg.prior.n_records)  # successes lie in [0, n]: the intervals are clipped to it
         targets = list(cfg.prior.targets)
         epsilon = _epsilon(cfg.mechanism.epsilon)
         distance = OmegaConf.select(cfg, "metric.distance", default=0) or 0
         prior_mean, prior_low, prior_high = mean_interval(metrics["prior_successes"], self.ci_level, bounds=(0, n))
         release = metrics.get("release") or {}
-        order = [metrics["attack_label"], *[str(c) for c in (OmegaConf.select(cfg, "attack.compare") or [])]]
+        known = OmegaConf.select(cfg, "prior.known")
         rows = []
-        for label, attack in sorted(metrics["attacks"].items(),
-                                    key=lambda item: order.index(item[0]) if item[0] in order else len(order)):
+        for label, attack in metrics["attacks"].items():  # the game's order: the attack, then its variants
             mean, low, high = mean_interval(attack["successes"], self.ci_level, bounds=(0, n))
             bound, exceed = attack.get("bound"), attack.get("exceed")
             theorem = (attack.get("bound_theorem") or {}).get("theorem") if bound is not None else "none (not private)"
             rows.append({
                 "dataset": str(cfg.prior.dataset), "column": "+".join(targets), "m": len(targets),
+                "n_known": None if known is None else len(known),
                 "epsilon": _epsilon_label(epsilon), "distance": int(distance),
                 "objective": label, "decode": str(OmegaConf.select(cfg, "attack.decode", default="joint")),
                 "trials": len(attack["successes"]),
@@ -286,8 +281,7 @@ class TabularMultiColumn(_Tabular):
         top = len(order) - self.n_known if self.max_targets is None else min(self.max_targets, len(order) - self.n_known)
         return [{"prior.targets": order[self.n_known:self.n_known + m], "prior.known": known} for m in range(1, top + 1)]
 
-    def check(self, cfg):
-        super().check(cfg)
+    def check_point(self, cfg):
         if OmegaConf.select(cfg, "prior.known") is None:
             raise ValueError(f"prior.known must name the known columns of a point of {self.name} (the first "
                              f"figure.n_known of the network's visit order), got null; `python -m pipeline -m "
@@ -298,7 +292,9 @@ class TabularMultiColumn(_Tabular):
 
     @staticmethod
     def plot(rows, path):
-        return _Tabular.plot_rows(rows, path, "target columns m (visit order; 3 known)", "dataset", numeric_x=True)
+        known = "/".join(sorted({str(r.get("n_known")) for r in rows if r.get("n_known") not in (None, "")}))
+        return _Tabular.plot_rows(rows, path, f"target columns m (visit order; {known or '?'} known)", "dataset",
+                                  numeric_x=True)
 
 
 class TabularApproximate(_Tabular):

@@ -33,7 +33,7 @@ def main() -> None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     import pipeline
-    from pipeline.sweeper import figure_jobs
+    from pipeline.sweeper import sweep_jobs
 
     command = ["experiment=llm_canaries", *([] if args.full else [f"mechanism.epochs={args.epochs}"])]
     counts = {"cached": 0, "uncached": 0}
@@ -59,12 +59,7 @@ def main() -> None:
         for kind, memo in (("uncached", None), ("cached", {})):
             run = composer(kind, memo)
             start = time.perf_counter()
-            jobs, seen = [], set()
-            for combination in combinations:
-                for job in figure_jobs(run, combination):
-                    if tuple(job) not in seen:
-                        seen.add(tuple(job))
-                        jobs.append(job)
+            jobs = sweep_jobs(run, combinations)
             for job in jobs:  # Hydra's validation of every job before launching
                 if memo is None or tuple(job) not in memo:
                     run(job)

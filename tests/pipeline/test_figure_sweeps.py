@@ -92,3 +92,14 @@ def test_a_point_replaces_and_switches():
     combination = ["experiment=x", "prior.targets=[SEX]", "mechanism.learning_rate=1", "mechanism=dpsgd", "trials=2"]
     job = point_overrides(combination, {"prior.targets": ["EDU"], "mechanism": "gaussian", "mechanism.epsilon": 1.0})
     assert job == ["experiment=x", "trials=2", "prior.targets=['EDU']", "mechanism=gaussian", "mechanism.epsilon=1.0"]
+
+
+def test_the_sweeper_knows_every_config_group_a_point_may_switch():
+    import pipeline
+    from pathlib import Path
+
+    from pipeline.game import BOX_GROUPS
+    from pipeline.sweeper import GROUPS
+
+    groups = {p.name for p in Path(pipeline.CONF_DIR).iterdir() if p.is_dir() and p.name not in ("experiment", "hydra")}
+    assert set(GROUPS) == groups and set(BOX_GROUPS) <= set(GROUPS)

@@ -142,6 +142,8 @@ def test_attack_exceeds_the_95_bound_rarely(compose, tmp_path):
     ("prior.dataset=adult", "prior.dataset must be one of acs, fire, acs/recon-synth, fire/recon-synth"),
     ("attack.objective=sgd", "objective must be"),
     ("confidences=[0.5]", "confidences must include 0.05, 0.5 and 0.95"),
+    ("mechanism=gaussian", r"^tabular_single_column plays prior=baynet and mechanism=noisy_marginals, got BayNetPrior "
+                           r"and GaussianMechanism\.$"),
 ])
 def test_bad_input_is_one_sentence_and_no_output(override, message, compose, tmp_path):
     with pytest.raises(ConfigError, match=message) as info:

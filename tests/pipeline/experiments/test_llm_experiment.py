@@ -64,7 +64,8 @@ def test_llm_canaries_refuses_other_boxes(compose, tmp_path):
     from figuretools import play_figure
     from pipeline.game import ConfigError
 
-    with pytest.raises(ConfigError, match=r"needs mechanism=dpsgd and attack=model_attack"):
+    with pytest.raises(ConfigError, match=r"^llm_canaries plays mechanism=dpsgd and attack=model_attack, got "
+                                         r"DPSGDFineTuning and BayesOptimalAttack\.$"):
         play_figure(compose, tmp_path / "sweep", ["experiment=llm_canaries", "attack=bayes_optimal", *TINY[:4]])
     assert not list(tmp_path.rglob("metrics.json"))
 

@@ -102,3 +102,18 @@ def test_tabular_epsilon_plays_the_posterior_attack(compose_config, tmp_path):
     assert sorted(stage for stage, _ in cache.computed).count("attack") == 2 * 2  # 2 trials x 2 eps
     with pytest.raises(ConfigError, match="compare must list distinct attacks"):
         play_figure(compose_config, tmp_path / "j2", ["experiment=tabular_epsilon", "attack.compare=[bogus]"])
+
+
+@pytest.mark.parametrize("override,message", [
+    ("attack.sweeps=0", r"^attack\.sweeps must be an integer >= 1, got 0"),
+    ("attack.decode=mode", r"^attack\.decode must be one of \['joint', 'per_column'\], got 'mode'"),
+])
+def test_attack_posterior_refuses_bad_values_in_one_sentence(override, message, compose_config, tmp_path):
+    """conf/attack/posterior.yaml: a bad value is refused naming the key, before any trial, with no output."""
+    from pipeline.game import ConfigError, run_job
+
+    cfg = compose_config("prior=baynet", "mechanism=noisy_marginals", "attack=posterior", "prior.n_records=20",
+                         "trials=1", override)
+    with pytest.raises(ConfigError, match=message) as info:
+        run_job(cfg, tmp_path / "job")
+    assert "\n" not in str(info.value) and not (tmp_path / "job" / "metrics.json").exists()
