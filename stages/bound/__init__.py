@@ -6,10 +6,16 @@ riskcal and dp_accounting::
 
     from stages.bound import count_bound, success_bound, best_bound, GaussianDP, DPSGD
 
-The submodules (``profiles``, ``tails``, ``theorems``, ``prior_work``, ``best``) hold the same
+Any accountant's guarantee becomes a profile (``accountants``): ``from_dp_event`` (a dp_accounting
+``DpEvent``), ``from_delta`` (a delta(eps) function or a table of (eps, delta) pairs), ``from_opacus``
+(an opacus accountant's history).
+
+The submodules (``profiles``, ``accountants``, ``tails``, ``theorems``, ``prior_work``, ``best``) hold the same
 objects; the bound boxes of the pipeline (``one_run``, ``pure_dp``, ``expected``, ``comparator``, and
 their shared ``box``) are not re-exported, they are imported by path.
 """
+from .accountants import *  # noqa: F403 (any accountant as a profile: accountants.__all__)
+from .accountants import __all__ as _accountant_names
 from .best import SOURCES, BestBound, best_bound
 from .prior_work import *  # noqa: F403 (the prior-work bounds: prior_work.__all__)
 from .prior_work import __all__ as _prior_work_names
@@ -19,6 +25,7 @@ from .profiles import (
     ApproxDP,
     ComposedGaussian,
     GaussianDP,
+    PrivacyLossProfile,
     PrivacyProfile,
     PureDP,
     for_game,
@@ -49,9 +56,12 @@ __all__ = [
     "GaussianDP",
     "ComposedGaussian",
     "DPSGD",
+    "PrivacyLossProfile",
     "GAMES",
     "for_game",
     "replace_one_from_add_remove",
+    # any accountant as a profile
+    *_accountant_names,
     # tails
     "PoissonBinomial",
     "poisson_binomial_pmf",

@@ -42,6 +42,7 @@ import numpy as np
 from scipy import optimize, special
 
 from . import _validate, prior_work, theorems
+from .whole_prior import Distributions
 
 __all__ = ["BestBound", "best_bound", "SOURCES", "COMPARATORS", "Comparator", "Setting", "kgk_markov_count",
            "markov_count", "uniform_k", "STEINKE_COUNT_REASON", "RDP_ORDERS"]
@@ -305,14 +306,18 @@ COMPARATORS: dict[str, Comparator] = {c.name: c for c in (_KGK(), _MMC(), _Stein
                                                            _Cherubin(), _Stock())}
 
 
-def _bounds(profile, p: np.ndarray, setting: Setting, confidence: float | None, collision) -> tuple[dict, dict]:
+def _bounds(profile, p: np.ndarray, setting: Setting, confidence: float | None, collision,
+            distributions=None) -> tuple[dict, dict]:
     """{name: value} of ours and every comparator that applies, and {name: why not} of the others."""
     if setting.kind == "probability":
-        values: dict = {"ours": float(theorems.success_bound(profile, float(p[0]), game=setting.game,
+        one = None if distributions is None else np.asarray(list(distributions)[0], dtype=float)
+        values: dict = {"ours": float(theorems.success_bound(profile, float(p[0]), distribution=one, game=setting.game,
                                                              set_valued=setting.set_valued, collision=collision))}
     else:
-        values = {"ours": int(np.asarray(theorems.count_bound(profile, p, confidence, game=setting.game,
-                                                              set_valued=setting.set_valued, collision=collision)))}
+        values = {"ours": int(np.asarray(theorems.count_bound(
+            profile, None if distributions is not None and not setting.set_valued else p, confidence,
+            distributions=distributions, game=setting.game, set_valued=setting.set_valued,
+            collision=None if distributions is not None else collision)))}
     skipped: dict = {}
     for name, comparator in COMPARATORS.items():
         why = comparator.applies(profile, p, setting)
@@ -327,8 +332,8 @@ def _bounds(profile, p: np.ndarray, setting: Setting, confidence: float | None, 
 
 
 def best_bound(
-    profile, p, *, n: int | None = None, confidence: float | None = None, game: str = "reconstruction",
-    set_valued: bool = False, collision=None,
+    profile, p=None, *, n: int | None = None, confidence: float | None = None, game: str = "reconstruction",
+    set_valued: bool = False, collision=None, distributions=None,
 ) -> BestBound:
     """The smallest bound, over ours and every applicable comparator, for one setting.
 
@@ -352,13 +357,28 @@ def best_bound(
       probabilities ``collision`` (None: the worst case); of prior work only bounds valid for any success
       event remain (module docstring): kgk, narcissus, rero, stock, and for counts kgk summed over the
       targets with Markov's inequality. The others are in ``not_applicable`` with the reason.
-    * Steinke's one-run count is always in ``not_applicable`` (``STEINKE_COUNT_REASON``).
+    * Steinke's one-run count is in ``not_applicable`` for n > 1 targets (``STEINKE_COUNT_REASON``); at n = 1
+      (one target, p = 1/2, with or without a confidence) its value q + 2 delta (1 - q) is at least the exact
+      worst case and is reported.
+    * ``distributions``: each target's whole prior (see ``theorems.count_bound``); ours then includes the
+      whole-prior theorem (one exact guess), and ``p`` may be None (p_i = max pi_i).
 
     Returns a BestBound whose ``value`` is the minimum of ``all`` and ``source`` its name (ours wins
     ties). Raises ValueError for n > 1 targets without a confidence.
     """
     set_valued = theorems._check_set_valued(set_valued)
     profile = theorems._profile(profile, game)
+    if distributions is not None:
+        if isinstance(distributions, np.ndarray) and distributions.ndim == 1:
+            distributions = [distributions]
+        if p is None:
+            if set_valued:
+                raise ValueError("p must be given for set-valued success (the prior mass of the best success set "
+                                 "depends on the metric), got None.")
+            grouped = Distributions.of(distributions)
+            p = np.repeat(grouped.p, grouped.counts)
+    if p is None:
+        raise ValueError("p must be given (the targets' prior successes) unless distributions= gives their whole priors, got None.")
     arr = _validate.probability("p", p)
     if arr.ndim > 1:
         raise ValueError(f"p must be a number or a 1-d array of prior success probabilities, got shape {arr.shape}.")
@@ -378,13 +398,13 @@ def best_bound(
             )
         kind = "probability"
         values, skipped = _bounds(profile, arr, Setting(game, set_valued, kind), None,
-                                  None if collision is None else float(np.ravel(collision)[0]))
+                                  None if collision is None else float(np.ravel(collision)[0]), distributions)
     else:
         c = _validate.confidence("confidence", confidence)
         if c.ndim != 0:
             raise ValueError(f"confidence must be a single number in (0, 1), got {confidence!r}.")
         kind = "count"
-        values, skipped = _bounds(profile, arr, Setting(game, set_valued, kind), float(c), collision)
+        values, skipped = _bounds(profile, arr, Setting(game, set_valued, kind), float(c), collision, distributions)
 
     source = min((name for name in SOURCES if name in values), key=lambda name: (values[name], SOURCES.index(name)))
     ordered = {name: values[name] for name in SOURCES if name in values}

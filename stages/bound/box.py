@@ -21,7 +21,7 @@ from stages.bound import _validate
 from stages.bound.theorems import Priors
 
 __all__ = ["PlayedTrials", "played_trials", "group_prior_success", "guesses_per_trial", "guesses_per_target", "as_confidences",
-           "count_dict", "set_valued_success", "prior_collision", "bound_theorem"]
+           "count_dict", "set_valued_success", "prior_collision", "prior_distributions", "bound_theorem"]
 
 
 @dataclass(frozen=True)
@@ -165,6 +165,20 @@ def prior_collision(prior) -> np.ndarray | None:
         return None
     arr = np.asarray(probabilities, dtype=float)
     return np.einsum("ij,ij->i", arr, arr) if arr.ndim == 2 else None
+
+
+def prior_distributions(prior):
+    """Each target's whole prior (stages.bound.whole_prior.Distributions) from the prior's probability matrix
+    (n, domain), or None when the prior has none (the theorems then see p_i = max pi_i only)."""
+    probabilities = getattr(prior, "probabilities", None)
+    if probabilities is None:
+        return None
+    arr = np.asarray(probabilities, dtype=float)
+    if arr.ndim != 2 or arr.shape[0] == 0:
+        return None
+    from stages.bound.whole_prior import Distributions
+
+    return Distributions.of(arr / arr.sum(axis=1, keepdims=True), name="prior.probabilities")
 
 
 def bound_theorem(profile, metric, k: int, domain_size: int | None, default: str, pure: str | None = None) -> dict:

@@ -69,6 +69,12 @@ class ComparatorBound:
                              f"{why}; pick another comparator or bound=one_run.")
         return count_dict(levels, [comparator.value(profile, p_star, setting, float(c)) for c in levels])
 
+
+    def compute_theorems(self, profile, prior, metric, trials, confidences) -> tuple[dict[float, int], dict[float, str]]:
+        """({confidence: c}, {confidence: the theorem that gave c}): this box has one theorem (``theorem``)."""
+        counts = self.compute(profile, prior, metric, trials, confidences)
+        name = self.theorem(profile, prior, metric, trials)["theorem"]
+        return counts, {c: name for c in counts}
     def theorem(self, profile, prior, metric, guesses) -> dict:
         """{"theorem", "set_valued", "reason"} for the run's log and metrics.json."""
         setting = self._setting(prior, metric, guesses)

@@ -33,6 +33,12 @@ class ExpectedBound:
         set_valued = self.theorem(profile, prior, metric, trials)["set_valued"]
         return count_dict(levels, expected_count_bound(profile, p_runs, levels, set_valued=set_valued))
 
+
+    def compute_theorems(self, profile, prior, metric, trials, confidences) -> tuple[dict[float, int], dict[float, str]]:
+        """({confidence: c}, {confidence: the theorem that gave c}): this box has one theorem (``theorem``)."""
+        counts = self.compute(profile, prior, metric, trials, confidences)
+        name = self.theorem(profile, prior, metric, trials)["theorem"]
+        return counts, {c: name for c in counts}
     def theorem(self, profile, prior, metric, trials) -> dict:
         """{"theorem", "set_valued", "reason", "version"}: Theorem 3.2 (Theorem 3.1 averaged if eps-DP)."""
         out = bound_theorem(profile, metric, guesses_per_target(trials), getattr(prior, "domain_size", None),

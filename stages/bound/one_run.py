@@ -9,8 +9,10 @@ probability instead of 1 - beta_i (``theorem`` says which).
 """
 from __future__ import annotations
 
-from stages.bound.box import as_confidences, bound_theorem, count_dict, guesses_per_target, prior_collision
-from stages.bound.theorems import SPLIT_THEOREM, count_bound
+from stages.bound.box import (as_confidences, bound_theorem, count_dict, guesses_per_target, prior_collision,
+                              prior_distributions)
+from stages.bound.theorems import SPLIT_THEOREM, count_bounds, winner
+from stages.bound.whole_prior import WHOLE_PRIOR_THEOREM, WHOLE_PRIOR_VERSION
 
 __all__ = ["OneRunBound"]
 
@@ -30,26 +32,43 @@ class OneRunBound:
 
         trials: PlayedTrials or guesses (R, n, k) (stages.bound.box).
         """
+        return self.compute_theorems(profile, prior, metric, trials, confidences)[0]
+
+    def compute_theorems(self, profile, prior, metric, trials, confidences) -> tuple[dict[float, int], dict[float, str]]:
+        """({confidence: c}, {confidence: the theorem that gave c}): the smallest count over every theorem that
+        applies (stages.bound.theorems.count_bounds), the whole-prior theorem among them when success is one
+        exact guess and the prior gives each target's distribution."""
         k = guesses_per_target(trials)
         p_star = prior.success_probability(prior.a_priori_guess(metric, k), metric)
         info = self.theorem(profile, prior, metric, trials)
-        return self.counts(profile, p_star, confidences, info, prior_collision(prior))
+        dists = None if info["set_valued"] else prior_distributions(prior)
+        return self.counts(profile, p_star, confidences, info, prior_collision(prior), dists)
 
-    def counts(self, profile, p_star, confidences, info: dict, collision=None) -> dict[float, int]:
-        """{confidence: c} for prior successes p_star under the theorem ``info`` (``theorem`` / ``theorem_for``
-        say whether success is set-valued); callers with per-record priors (the tabular experiments) use this."""
+    def counts(self, profile, p_star, confidences, info: dict, collision=None, distributions=None):
+        """({confidence: c}, {confidence: theorem}) for prior successes p_star under the theorem ``info``
+        (``theorem`` / ``theorem_for`` say whether success is set-valued), with each target's whole prior
+        (``distributions``, one exact guess only) where known."""
         levels = as_confidences(confidences)
         set_valued = info["set_valued"]
-        return count_dict(levels, count_bound(profile, p_star, levels, set_valued=set_valued,
-                                              collision=collision if set_valued else None))
+        counts, by = count_bounds(profile, None if distributions is not None else p_star, levels,
+                                  distributions=distributions, set_valued=set_valued,
+                                  collision=collision if set_valued else None)
+        # the record's own names: the split theorem / Theorem 3.1 as ``theorem`` names them (with their suffixes)
+        names = {name: (name if name == WHOLE_PRIOR_THEOREM else info["theorem"]) for name in by}
+        return count_dict(levels, counts), {float(c): names[w] for c, w in zip(levels, winner(by))}
 
     def theorem(self, profile, prior, metric, trials) -> dict:
         """{"theorem", "set_valued", "reason", "version"}: the split one-run theorem (Theorem 3.1 if eps-DP)."""
         return self.theorem_for(profile, metric, guesses_per_target(trials), getattr(prior, "domain_size", None))
 
     def theorem_for(self, profile, metric, k: int, domain_size: int | None) -> dict:
-        """The theorem for k guesses per target scored by ``metric`` on a domain of ``domain_size`` values."""
-        return bound_theorem(profile, metric, k, domain_size, THEOREM, PURE_THEOREM)
+        """The theorem for k guesses per target scored by ``metric`` on a domain of ``domain_size`` values; with one
+        exact guess the whole-prior theorem joins the minimum (``candidates``) where the prior gives distributions."""
+        out = bound_theorem(profile, metric, k, domain_size, THEOREM, PURE_THEOREM)
+        if not out["set_valued"]:
+            out["candidates"] = [out["theorem"], WHOLE_PRIOR_THEOREM]
+            out["whole_prior_version"] = WHOLE_PRIOR_VERSION
+        return out
 
     def params(self) -> dict:
         return {"bound": self.name}

@@ -14,10 +14,14 @@ profile and optimise over eps, so each class below gives the *tightest* profile 
   ``mu``-GDP with ``mu = sqrt(k) s / sigma``.
 * ``DPSGD``: Poisson-subsampled Gaussian composed over steps, from ``dp_accounting``'s privacy-loss
   distributions (pessimistic, so every delta is an upper bound), add/remove or replace-one
-  neighbouring; full-batch training (sample rate 1) uses the GDP closed form.
+  neighbouring; full-batch training (sample rate 1) uses the GDP closed form. Its reading of a
+  privacy-loss distribution (vectorised delta, a fast valid ``delta_upper``) is ``PrivacyLossProfile``,
+  which ``accountants.DpEventProfile`` shares (any dp_accounting event; ``accountants`` also turns a
+  delta(eps) table or function and an opacus accountant into profiles).
 """
 from __future__ import annotations
 
+import json
 import math
 from abc import ABC, abstractmethod
 from functools import cached_property
@@ -34,7 +38,8 @@ class PrivacyProfile(ABC):
     #: Largest eps worth considering: beyond it delta(eps) no longer decreases (inf if it always does).
     max_useful_epsilon: float = math.inf
     #: The neighbouring relation the guarantee is stated for: "replace_one" (the paper's convention,
-    #: and what every class but DPSGD(neighboring="add_remove") states) or "add_remove".
+    #: and what every class here but DPSGD(neighboring="add_remove") states) or "add_remove" (also
+    #: possible for the profiles of ``accountants``: a DpEvent, a delta table or curve, an opacus run).
     neighboring: str = "replace_one"
 
     def replace_one(self) -> "PrivacyProfile":
@@ -63,7 +68,7 @@ class PrivacyProfile(ABC):
         return isinstance(other, PrivacyProfile) and self.params() == other.params()
 
     def __hash__(self) -> int:
-        return hash(tuple(sorted(self.params().items())))
+        return hash(json.dumps(self.params(), sort_keys=True))  # params may nest (a DpEvent, a wrapped profile)
 
     @abstractmethod
     def _delta(self, eps: np.ndarray) -> np.ndarray:
@@ -298,11 +303,84 @@ class ComposedGaussian(GaussianDP):
         }
 
 
-#: Below this, DPSGD.delta_upper asks the accountant directly instead of its table's chord.
+#: Below this, PrivacyLossProfile.delta_upper asks the distribution directly instead of its table's chord.
 _TABLE_RELIABLE = 1e-12
 
 
-class DPSGD(PrivacyProfile):
+class PrivacyLossProfile(PrivacyProfile):
+    """A profile read off a ``dp_accounting`` privacy-loss distribution (pessimistic, so every delta is an
+    upper bound): DPSGD and ``accountants.DpEventProfile``. Subclasses give ``_pld``, built on first use."""
+
+    @property
+    @abstractmethod
+    def _pld(self):
+        """The dp_accounting PrivacyLossDistribution whose hockey-stick divergences are the profile."""
+
+    @cached_property
+    def _delta_table(self):
+        """delta on a fine eps grid, for delta_upper: one vectorised call of the distribution."""
+        # The pessimistic PLD keeps some mass at infinity, so delta has a floor: end the table
+        # where delta reaches 1e-25 or that floor, whichever comes first.
+        probe = np.concatenate([[0.0], np.geomspace(1e-3, 500.0, 400)])
+        probe_delta = np.asarray(self._pld.get_delta_for_epsilon(probe), dtype=float)
+        floor = max(float(probe_delta[-1]), 1e-25)
+        top = float(probe[int(np.argmax(probe_delta <= floor * (1 + 1e-9)))]) if np.any(probe_delta <= floor * (1 + 1e-9)) else 500.0
+        top = max(top, 1e-3)
+        grid = np.unique(np.concatenate([np.linspace(0.0, top, 8001), np.geomspace(1e-6, top, 2001)]))
+        vals = np.maximum(np.asarray(self._pld.get_delta_for_epsilon(grid), dtype=float), 0.0)
+        # delta is non-increasing, so the running minimum of upper bounds is still an upper bound
+        return grid, np.minimum.accumulate(vals)
+
+    def delta_upper(self, eps: float) -> float:
+        """delta(eps) <= the chord of the table in e^eps: the hockey-stick divergence is convex in
+        e^eps, so linear interpolation in e^eps between grid points is a valid upper bound."""
+        grid, vals = self._delta_table
+        e = float(eps)
+        if e >= grid[-1]:
+            chord = float(vals[-1])
+        else:
+            i = int(np.searchsorted(grid, e, side="right")) - 1
+            g0, g1 = grid[i], grid[i + 1]
+            w = -math.expm1(e - g1) / -math.expm1(g0 - g1)  # (e^g1 - e^e) / (e^g1 - e^g0)
+            chord = float(min(1.0, w * vals[i] + (1.0 - w) * vals[i + 1]))
+        if chord < _TABLE_RELIABLE:
+            # the table's far end has lost its digits (the accountant's sums cancel to 0 there, and the
+            # running minimum keeps them at 0): sum the pessimistic PLD's tail directly instead
+            chord = max(chord, self._delta_far_tail(e))
+        return chord
+
+    def _delta_far_tail(self, eps: float) -> float:
+        """delta(eps) = inf mass + sum_{l > eps} Pr[L = l] (1 - e^(eps - l)) over the pessimistic privacy-loss
+        distribution(s), summed term by term with each probability raised by the composition's round-off.
+
+        The FFT self-composition leaves entries off by up to ~1e-19 (some come out negative), which is why
+        the accountant's own get_delta_for_epsilon returns 0 where delta is below ~1e-14. Here every entry
+        counts as max(p, 0) + nu, nu the size of the most negative entry (the round-off level the
+        composition shows), so the sum stays an upper bound on the accountant's pessimistic delta."""
+        out = 0.0
+        pmfs = [self._pld._pmf_remove] if self._pld._symmetric else [self._pld._pmf_remove, self._pld._pmf_add]
+        for pmf in (pmf.to_dense_pmf() for pmf in pmfs):
+            probs = np.asarray(pmf._probs, dtype=float)
+            nu = max(0.0, -float(np.min(probs)))
+            losses = (pmf._lower_loss + np.arange(pmf.size)) * pmf._discretization
+            above = losses > eps
+            tail = float(np.sum((np.maximum(probs[above], 0.0) + nu) * -np.expm1(eps - losses[above])))
+            out = max(out, float(pmf._infinity_mass) + tail)
+        return min(1.0, out)
+
+    def _delta(self, eps):
+        finite = np.where(np.isinf(eps), 1e300, eps)
+        order = np.argsort(finite, kind="stable")  # the accountant wants ascending eps
+        out = np.empty(len(finite))
+        out[order] = np.asarray(self._pld.get_delta_for_epsilon(finite[order]), dtype=float)
+        return np.where(np.isinf(eps), 0.0, out)
+
+    def epsilon(self, delta: float) -> float:
+        d = _validate.delta("delta", delta)
+        return float(self._pld.get_epsilon_for_delta(d))
+
+
+class DPSGD(PrivacyLossProfile):
     """DP-SGD: Poisson-subsampled Gaussian (rate q, noise multiplier sigma) composed over ``steps``.
 
     Backed by ``dp_accounting``'s pessimistic privacy-loss distribution. ``neighboring`` is
@@ -413,75 +491,21 @@ class DPSGD(PrivacyProfile):
         )
         return single.self_compose(self.steps)
 
-    @cached_property
-    def _delta_table(self):
-        """delta on a fine eps grid, for delta_upper: one vectorised accountant call."""
-        # The pessimistic PLD keeps some mass at infinity, so delta has a floor: end the table
-        # where delta reaches 1e-25 or that floor, whichever comes first.
-        probe = np.concatenate([[0.0], np.geomspace(1e-3, 500.0, 400)])
-        probe_delta = np.asarray(self._pld.get_delta_for_epsilon(probe), dtype=float)
-        floor = max(float(probe_delta[-1]), 1e-25)
-        top = float(probe[int(np.argmax(probe_delta <= floor * (1 + 1e-9)))]) if np.any(probe_delta <= floor * (1 + 1e-9)) else 500.0
-        top = max(top, 1e-3)
-        grid = np.unique(np.concatenate([np.linspace(0.0, top, 8001), np.geomspace(1e-6, top, 2001)]))
-        vals = np.maximum(np.asarray(self._pld.get_delta_for_epsilon(grid), dtype=float), 0.0)
-        # delta is non-increasing, so the running minimum of upper bounds is still an upper bound
-        return grid, np.minimum.accumulate(vals)
-
     def delta_upper(self, eps: float) -> float:
-        """delta(eps) <= the chord of the table in e^eps: the hockey-stick divergence is convex in
-        e^eps, so linear interpolation in e^eps between grid points is a valid upper bound."""
         if self.full_batch_mu is not None:
             return float(gdp_delta(np.array([eps]), self.full_batch_mu)[0])
-        grid, vals = self._delta_table
-        e = float(eps)
-        if e >= grid[-1]:
-            chord = float(vals[-1])
-        else:
-            i = int(np.searchsorted(grid, e, side="right")) - 1
-            g0, g1 = grid[i], grid[i + 1]
-            w = -math.expm1(e - g1) / -math.expm1(g0 - g1)  # (e^g1 - e^e) / (e^g1 - e^g0)
-            chord = float(min(1.0, w * vals[i] + (1.0 - w) * vals[i + 1]))
-        if chord < _TABLE_RELIABLE:
-            # the table's far end has lost its digits (the accountant's sums cancel to 0 there, and the
-            # running minimum keeps them at 0): sum the pessimistic PLD's tail directly instead
-            chord = max(chord, self._delta_far_tail(e))
-        return chord
-
-    def _delta_far_tail(self, eps: float) -> float:
-        """delta(eps) = inf mass + sum_{l > eps} Pr[L = l] (1 - e^(eps - l)) over the pessimistic privacy-loss
-        distribution(s), summed term by term with each probability raised by the composition's round-off.
-
-        The FFT self-composition leaves entries off by up to ~1e-19 (some come out negative), which is why
-        the accountant's own get_delta_for_epsilon returns 0 where delta is below ~1e-14. Here every entry
-        counts as max(p, 0) + nu, nu the size of the most negative entry (the round-off level the
-        composition shows), so the sum stays an upper bound on the accountant's pessimistic delta."""
-        out = 0.0
-        pmfs = [self._pld._pmf_remove] if self._pld._symmetric else [self._pld._pmf_remove, self._pld._pmf_add]
-        for pmf in pmfs:
-            probs = np.asarray(pmf._probs, dtype=float)
-            nu = max(0.0, -float(np.min(probs)))
-            losses = (pmf._lower_loss + np.arange(pmf.size)) * pmf._discretization
-            above = losses > eps
-            tail = float(np.sum((np.maximum(probs[above], 0.0) + nu) * -np.expm1(eps - losses[above])))
-            out = max(out, float(pmf._infinity_mass) + tail)
-        return min(1.0, out)
+        return super().delta_upper(eps)
 
     def _delta(self, eps):
         mu = self.full_batch_mu
         if mu is not None:
             return gdp_delta(eps, mu)
-        finite = np.where(np.isinf(eps), 1e300, eps)
-        order = np.argsort(finite, kind="stable")  # the accountant wants ascending eps
-        out = np.empty(len(finite))
-        out[order] = np.asarray(self._pld.get_delta_for_epsilon(finite[order]), dtype=float)
-        return np.where(np.isinf(eps), 0.0, out)
+        return super()._delta(eps)
 
     def epsilon(self, delta: float) -> float:
         if self.full_batch_mu is not None:
             return GaussianDP(self.full_batch_mu).epsilon(delta)
-        d = _validate.delta("delta", delta)
-        return float(self._pld.get_epsilon_for_delta(d))
+        return super().epsilon(delta)
 
     def tradeoff(self, alpha):
         if self.full_batch_mu is not None:
@@ -504,7 +528,8 @@ def for_game(profile: PrivacyProfile, game: str = "reconstruction") -> PrivacyPr
     * ``"reconstruction"`` (attribute inference and reconstruction too): X_i is target i's record,
       and changing it *replaces* a record, so the profile must be a replace-one guarantee: an
       add/remove profile is converted with ``profile.replace_one()`` (DP-SGD: the same run under
-      replace-one accounting).
+      replace-one accounting; the profiles of ``accountants``: dp_accounting's REPLACE_ONE accounting,
+      Laplace at twice its sensitivity, or else group privacy over remove-then-add).
     * ``"membership"``: X_i is target i's membership bit, and changing it adds or removes i's record,
       so an add/remove profile applies as it is (a replace-one profile applies when a non-member's
       slot holds a fixed filler record, the paper's encoding of membership inference).

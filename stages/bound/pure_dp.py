@@ -64,6 +64,12 @@ class PureDPBound:
         per_trial = [np.sum(counts * beta(eps, values)) for values, counts in map(played.groups, range(len(played)))]
         return float(np.mean(per_trial))
 
+
+    def compute_theorems(self, profile, prior, metric, trials, confidences) -> tuple[dict[float, int], dict[float, str]]:
+        """({confidence: c}, {confidence: the theorem that gave c}): this box has one theorem (``theorem``)."""
+        counts = self.compute(profile, prior, metric, trials, confidences)
+        name = self.theorem(profile, prior, metric, trials)["theorem"]
+        return counts, {c: name for c in counts}
     def theorem(self, profile, prior, metric, trials) -> dict:
         """{"theorem", "set_valued", "reason", "version"}: Theorem 3.1, valid for every success metric (set-valued
         too); for an eps-DP profile also `expected` (see `expected`) and `expected_trials`, the trials it averages."""

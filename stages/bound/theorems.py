@@ -26,7 +26,9 @@ from scipy import optimize, special
 
 from . import _validate
 from .profiles import DPSGD, GAMES, ApproxDP, ComposedGaussian, PrivacyProfile, for_game
+from . import whole_prior
 from .tails import Tail, distribution_grouped
+from .whole_prior import Distributions
 
 #: Beyond this eps every beta with p >= 1e-80 is 1 to machine precision: no need to search further.
 EPS_CEILING = 200.0
@@ -110,6 +112,15 @@ class Priors:
             keep = counts > 0
             values, counts = values[keep], counts[keep]
             collision = None if collision is None else collision[keep]
+        if collision is not None:
+            # c = sum_x pi(x)^2 <= max_x pi(x) <= p for every prior and every success family (a target the
+            # attack abstains on, p = 0, keeps its prior's c: its weight is 0 anyway)
+            above = (collision > values * (1.0 + 1e-9) + 1e-15) & (values > 0)
+            if np.any(above):
+                i = int(np.flatnonzero(above)[0])
+                raise ValueError(f"collision must be at most p for every target (sum_x pi(x)^2 <= max_x pi(x) <= p for any "
+                                 f"prior), got collision {float(collision[i])!r} > p = {float(values[i])!r}; pass the "
+                                 "prior's own collision probability, or None (0, valid for every prior).")
         if values.size > 1 and not np.all(values[1:] > values[:-1]):  # merge equal values (sorted)
             values, inverse = np.unique(values, return_inverse=True)
             merged = np.bincount(inverse, weights=counts, minlength=len(values)).astype(np.int64)
@@ -144,6 +155,13 @@ class Priors:
         if c.ndim > 1 or c.size not in (1, q.size):
             raise ValueError(f"collision must be one probability or one per target (shape ({q.size},)), "
                              f"got shape {c.shape}.")
+        full = np.broadcast_to(c.ravel(), q.shape)
+        above = (full > q * (1.0 + 1e-9) + 1e-15) & (q > 0)
+        if np.any(above):
+            i = int(np.flatnonzero(above)[0])
+            raise ValueError(f"collision must be at most p for every target (sum_x pi(x)^2 <= max_x pi(x) <= p for any "
+                             f"prior), got collision {float(full[i])!r} > p = {float(q[i])!r} at index {i}; pass the "
+                             "prior's own collision probability, or None (0, valid for every prior).")
         values, inverse, counts = np.unique(q, return_inverse=True, return_counts=True)
         sums = np.bincount(inverse.ravel(), weights=np.broadcast_to(c.ravel(), q.shape), minlength=len(values))
         return cls._unchecked(values, counts, np.minimum(sums / counts, 1.0))
@@ -211,8 +229,12 @@ def _profile(profile, game: str = "reconstruction") -> PrivacyProfile:
 # --------------------------------------------------------------------------------------------
 # Theorem 3.1: pure DP, conditional on the release
 # --------------------------------------------------------------------------------------------
-def pure_dp_tail(eps, p, v) -> float:
+def pure_dp_tail(eps, p=None, v=None, *, distributions=None) -> float:
     """Theorem 3.1: Pr[successes >= v | release] <= Pr[sum_i Bern(beta_i(eps, p_i)) >= v].
+
+    With ``distributions`` (each target's whole prior; p may then be None for one exact guess) the
+    whole-prior theorem for PureDP(eps) (THEORY.md, Theorem 3) joins and the smaller bound is returned
+    (that one is over the release, not conditional on it).
 
     ``p`` is the prior success of the attack's *actual* guesses for this release (an array (n,), or
     ``Priors``). ``eps`` is the
@@ -220,9 +242,14 @@ def pure_dp_tail(eps, p, v) -> float:
     neighbours implies replace-one 2 eps (``profiles.replace_one_from_add_remove``).
     """
     e = float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))
-    g = _grouped(p)
+    if v is None:
+        raise ValueError("v must be given (a number of successes), got None.")
+    g, dists = _targets_priors(p, distributions, False)
     v = _validate.integer("v", v)
-    return _pure_tail(e, g).value(v)
+    value = _pure_tail(e, g).value(v)
+    if dists is not None and np.isfinite(e) and 0 < v <= dists.n:
+        value = min(value, _whole_prior_tail(ApproxDP(e, 0.0), dists, v)[0])
+    return value
 
 
 def _pure_tail(eps: float, priors: Priors) -> Tail:
@@ -230,13 +257,18 @@ def _pure_tail(eps: float, priors: Priors) -> Tail:
     return distribution_grouped(_beta_unchecked(eps, priors.values), priors.counts).tail()
 
 
-def pure_dp_count_bound(eps, p, confidence=0.95):
-    """Theorem 3.1 as a count: the smallest c with pure_dp_tail(eps, p, c + 1) <= 1 - confidence."""
+def pure_dp_count_bound(eps, p=None, confidence=0.95, *, distributions=None):
+    """Theorem 3.1 as a count: the smallest c with pure_dp_tail(eps, p, c + 1) <= 1 - confidence.
+
+    With ``distributions`` the whole-prior theorem's count for PureDP(eps) joins and the smaller is returned.
+    """
     e = float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))
-    g = _grouped(p)
+    g, dists = _targets_priors(p, distributions, False)
     conf = _validate.confidence("confidence", confidence)
     tail = _pure_tail(e, g)
     out = np.array([tail.first_below(1.0 - c) - 1 for c in np.atleast_1d(conf)])
+    if dists is not None and np.isfinite(e):
+        out = np.minimum(out, _whole_prior_counts(ApproxDP(e, 0.0), dists, 1.0 - np.atleast_1d(conf)))
     return int(out[0]) if conf.ndim == 0 else out.reshape(conf.shape)
 
 
@@ -541,7 +573,7 @@ class _OneRun:
         return out
 
 
-def tail_bound_at(profile, p, v, eps, *, game: str = "reconstruction", set_valued: bool = False,
+def tail_bound_at(profile, p, v, eps, *, distributions=None, game: str = "reconstruction", set_valued: bool = False,
                   collision=None) -> float:
     """The split one-run theorem at a fixed eps (no minimisation over eps):
 
@@ -549,22 +581,26 @@ def tail_bound_at(profile, p, v, eps, *, game: str = "reconstruction", set_value
 
     For an eps-DP profile only eps >= the profile's eps is allowed (there delta(eps) = 0 and this is
     Theorem 3.1); below it the point is not a valid bound (see ``pure_epsilon_of``).
-    ``p``, ``set_valued`` and ``collision`` as in tail_bound.
+    ``p``, ``set_valued``, ``collision`` and ``distributions`` as in tail_bound; with ``distributions`` (one
+    exact guess) the whole-prior theorem at thresholds q_i = beta(eps, p_i) joins (the smaller is returned).
     """
     profile = _profile(profile, game)
     set_valued = _check_set_valued(set_valued)
-    g = _grouped(p, collision if set_valued else None)
+    g, dists = _targets_priors(p, distributions, set_valued, collision)
     v = _validate.integer("v", v)
     e = float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))
     pure = pure_epsilon_of(profile)
     if pure is not None and e < pure:
         raise ValueError(f"eps must be >= the profile's eps = {pure!r} for {profile!r} (Theorem 3.1 holds at the "
                          f"profile's eps, the one-run point below it is not a valid bound), got {e!r}.")
-    return float(_OneRun(profile, g, set_valued).objective(e, v))
+    value = float(_OneRun(profile, g, set_valued).objective(e, v))
+    if dists is not None and np.isfinite(e):
+        value = min(value, _WholePriorRun(profile, dists).objective(e, v))
+    return value
 
 
-def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7, game: str = "reconstruction",
-               set_valued: bool = False, collision=None):
+def tail_bound(profile, p=None, v=None, *, distributions=None, return_eps: bool = False, rtol: float = 1e-7,
+               game: str = "reconstruction", set_valued: bool = False, collision=None):
     """The split one-run theorem (stages/bound/THEORY.md, Theorem 1): for every attack,
 
     Pr[successes >= v] <= min_{eps >= 0} min_{J >= 0} (sum_{i=0}^{J} Pr[S*_eps >= v - i] + m(eps)) / (J + 1)
@@ -596,21 +632,33 @@ def tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7, g
     An eps-DP profile (PureDP, ApproxDP with delta = 0) gets Theorem 3.1 at its own eps instead
     (``pure_dp_tail``; returned eps = the profile's): valid for every success metric, whereas the scan
     over its curve's eps' < eps is not (``pure_epsilon_of``).
+
+    ``distributions``: each target's whole prior (a 2-d array (n, d), a sequence of 1-d arrays, or
+    ``whole_prior.Distributions``). With them, for one exact guess, p may be None (p_i = max pi_i) and
+    the whole-prior theorem (THEORY.md, Theorem 3) joins: the smaller bound is returned, and
+    ``return_eps`` returns the winning theorem's parameter (eps for Theorems 1 and 3.1, the threshold
+    parameter t for Theorem 3).
     """
     profile = _profile(profile, game)
     set_valued = _check_set_valued(set_valued)
     pure = pure_epsilon_of(profile)
-    g = _grouped(p, collision if set_valued and pure is None else None)  # Theorem 3.1 needs no collision
+    if v is None:
+        raise ValueError("v must be given (a number of successes), got None.")
+    # Theorem 3.1 needs no collision
+    g, dists = _targets_priors(p, distributions, set_valued, collision if pure is None else None)
     v = _validate.integer("v", v)
     if v <= 0:
         return (1.0, 0.0) if return_eps else 1.0
     if v > g.n:
         return (0.0, 0.0) if return_eps else 0.0
     if pure is not None:
-        value = pure_dp_tail(pure, g, v)
-        return (value, pure) if return_eps else value
-    run = _OneRun(profile, g, set_valued)
-    value, best = _minimise_over_eps(run, v, rtol)
+        value, best = _pure_tail(pure, g).value(v), pure
+    else:
+        value, best = _minimise_over_eps(_OneRun(profile, g, set_valued), v, rtol)
+    if dists is not None:
+        whole, t = _whole_prior_tail(profile, dists, v)
+        if whole < value:
+            value, best = whole, t
     return (value, best) if return_eps else value
 
 
@@ -874,34 +922,228 @@ def _count_fast(run: "_OneRun", targets: np.ndarray) -> list[int]:
     return out
 
 
-def count_bound(profile, p, confidence=0.95, *, game: str = "reconstruction", set_valued: bool = False,
-                collision=None):
-    """The smallest c with tail_bound(profile, p, c + 1) <= 1 - confidence, for each confidence.
+def count_bound(profile, p=None, confidence=0.95, *, distributions=None, game: str = "reconstruction",
+                set_valued: bool = False, collision=None):
+    """The smallest c with tail_bound(profile, p, c + 1) <= 1 - confidence, for each confidence: the smallest
+    count over every theorem that applies (``count_bounds``, which also says which theorem gave each count).
 
     "With probability >= confidence, the attack succeeds on at most c of the n targets." Every
-    count returned is certified by an eps at which the split theorem's bound is <= 1 - confidence
-    (evaluated exactly), so it is valid whatever the search does. Up to n = 1e4 targets the search
-    over eps (see _count_search) evaluates the bound exactly and visits every valley tail_bound does,
-    so c agrees with the definition; beyond, it runs on a normal approximation of S* and only the eps
-    it ends at is evaluated exactly (``_count_fast``), which may return c up to about one target above
-    the definition (measured: at most 1 on Beta and uniform priors, n = 2e4 - 1e6; 0.2 s at n = 1e5,
-    1-1.5 s at 1e6 for three confidences). ``p``, ``game``, ``set_valued`` and ``collision`` as in
-    tail_bound (an add/remove profile is made replace-one for reconstruction; an eps-DP profile gets
-    Theorem 3.1, ``pure_dp_count_bound``, at its own eps).
+    count returned is certified by a point at which a proven bound is <= 1 - confidence (evaluated
+    exactly), so it is valid whatever the searches do. The split theorem (Theorem 1): up to n = 1e4
+    targets its search over eps (see _count_search) evaluates the bound exactly and visits every valley
+    tail_bound does, so c agrees with the definition; beyond, it runs on a normal approximation of S*
+    and only the eps it ends at is evaluated exactly (``_count_fast``), which may return c up to about
+    one target above the definition (measured: at most 1 on Beta and uniform priors, n = 2e4 - 1e6;
+    0.2 s at n = 1e5, 1-1.5 s at 1e6 for three confidences). ``p``, ``game``, ``set_valued`` and
+    ``collision`` as in tail_bound (an add/remove profile is made replace-one for reconstruction; an
+    eps-DP profile gets Theorem 3.1, ``pure_dp_count_bound``, at its own eps).
+
+    ``distributions``: each target's whole prior (a 2-d array (n, d), a sequence of 1-d arrays, or
+    ``whole_prior.Distributions``); with them, for one exact guess, ``p`` may be None (p_i = max pi_i)
+    and the whole-prior theorem (THEORY.md, Theorem 3) joins the minimum.
+    """
+    counts, _ = count_bounds(profile, p, confidence, distributions=distributions, game=game, set_valued=set_valued,
+                             collision=collision)
+    return counts
+
+
+def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: str = "reconstruction",
+                 set_valued: bool = False, collision=None):
+    """(counts, {theorem name: counts}): ``count_bound``'s counts and every applicable theorem's own.
+
+    The theorems: Theorem 3.1 (eps-DP profiles), the split theorem (Theorem 1, every other profile), and
+    with ``distributions`` for one exact guess the whole-prior theorem (Theorem 3). ``counts`` is their
+    minimum, per confidence; ``winner(by_theorem)`` names the theorem that gave it. Shapes follow
+    ``confidence`` (an int for a scalar).
     """
     profile = _profile(profile, game)
     set_valued = _check_set_valued(set_valued)
     pure = pure_epsilon_of(profile)
-    if pure is not None:
-        return pure_dp_count_bound(pure, p, confidence)
-    g = _grouped(p, collision if set_valued else None)
+    g, dists = _targets_priors(p, distributions, set_valued, None if pure is not None else collision)
     conf = _validate.confidence("confidence", confidence)
     confs = np.atleast_1d(conf)
     targets = 1.0 - confs
-    run = _OneRun(profile, g, set_valued)
-    out = (_count_fast if g.n >= _FAST_FROM else _count_exact)(run, targets)
-    out = np.array(out, dtype=int)
-    return int(out[0]) if conf.ndim == 0 else out.reshape(conf.shape)
+    by: dict[str, np.ndarray] = {}
+    if pure is not None:
+        by[PURE_THEOREM] = np.atleast_1d(pure_dp_count_bound(pure, g, confs))
+    else:
+        run = _OneRun(profile, g, set_valued)
+        by[SPLIT_THEOREM] = np.array((_count_fast if g.n >= _FAST_FROM else _count_exact)(run, targets), dtype=int)
+    if dists is not None:
+        by[whole_prior.WHOLE_PRIOR_THEOREM] = np.array(_whole_prior_counts(profile, dists, targets), dtype=int)
+    out = np.min(np.stack(list(by.values())), axis=0)
+    shape = lambda a: int(a[0]) if conf.ndim == 0 else np.asarray(a).reshape(conf.shape)
+    return shape(out), {name: shape(v) for name, v in by.items()}
+
+
+def winner(by_theorem: dict) -> list[str] | str:
+    """The theorem giving the smallest value (per entry for arrays; the first listed wins a tie)."""
+    names = list(by_theorem)
+    vals = np.stack([np.atleast_1d(np.asarray(v, dtype=float)) for v in by_theorem.values()])
+    best = [names[i] for i in np.argmin(vals, axis=0)]
+    return best[0] if np.ndim(next(iter(by_theorem.values()))) == 0 else best
+
+
+#: Theorem 3.1's name in the theorem records.
+PURE_THEOREM = "Theorem 3.1 (eps-DP, the posterior argument)"
+
+
+# --------------------------------------------------------------------------------------------
+# Theorem 3: the whole prior (stages/bound/THEORY.md, section 8; whole_prior.py computes phi)
+# --------------------------------------------------------------------------------------------
+#: Points of the coarse grid of the threshold parameter t (q_i = expit(t + logit p_i)) and the lowest t.
+_WP_GRID = 24
+_WP_T_LOW = -8.0
+#: Refinement rounds around the best grid point (each halves the step, 4 points a side).
+_WP_REFINE = 4
+
+
+def _targets_priors(p, distributions, set_valued: bool, collision=None, name: str = "p"):
+    """(the split theorem's Priors, the targets' whole priors as whole_prior.Distributions or None).
+
+    Without ``distributions`` this is ``_grouped(p, collision)``. With them, for one exact guess p may be
+    None (p_i = max pi_i is derived) or must agree with it; for set-valued success p is required (it
+    depends on the success sets) and the collision probabilities come from the distributions.
+    """
+    if distributions is None:
+        if p is None:
+            raise ValueError(f"{name} must be given (the targets' prior successes) unless distributions= gives "
+                             "their whole priors, got None.")
+        return _grouped(p, collision if set_valued else None), None
+    if collision is not None:
+        raise ValueError(f"collision must be None when distributions are given (it is derived from them), got {collision!r}.")
+    dists = Distributions.of(distributions)
+    if set_valued:
+        if p is None:
+            raise ValueError(f"{name} must be given for set-valued success (the prior mass of the best success set "
+                             "depends on the metric), got None; pass p with distributions=.")
+        g = _grouped(p)
+        if g.n != dists.n:
+            raise ValueError(f"{name} and distributions must describe the same targets, got {g.n} prior successes "
+                             f"and {dists.n} distributions.")
+        # the split theorem's set-valued weights need only the mean of 1 - c_i over each p-group; without the
+        # pairing of p_i to distributions the safe choice is the smallest collision probability of any target
+        c = float(np.min(dists.collision))
+        return Priors._unchecked(g.values, g.counts, np.full(g.values.shape, c)), None
+    derived = Priors._unchecked(*_merge(dists.p, dists.counts))
+    if p is not None:
+        g = _grouped(p)
+        if g.n != derived.n or g.values.shape != derived.values.shape or not (
+                np.allclose(g.values, derived.values, rtol=1e-9, atol=1e-12) and np.array_equal(g.counts, derived.counts)):
+            raise ValueError(f"{name} must be the largest probability of each target's distribution (one exact guess), "
+                             f"got prior successes that differ from max(distribution); pass p=None to derive them.")
+    return derived, dists
+
+
+def _merge(values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    uniq, inverse = np.unique(values, return_inverse=True)
+    return uniq, np.bincount(inverse, weights=counts, minlength=len(uniq)).astype(np.int64)
+
+
+class _WholePriorRun:
+    """Theorem 3's objective at the threshold parameter t: the tail of S_t = sum_i Bern(q_i(t)),
+    q_i(t) = expit(t + logit p_i), and the budget m(t) = sum_i phi_i(q_i(t)) (whole_prior.budgets).
+
+    t = -inf is q = 0 (the bound is then E[successes] / v, Markov with the one-target worst cases);
+    t = eps >= 0 is q_i = beta(eps, p_i), where phi_i <= Lemma 2's delta(eps) (1 - beta_i) also holds.
+    """
+
+    def __init__(self, profile: PrivacyProfile, dists: Distributions):
+        dists = dists.coarsened()
+        self.profile, self.dists, self.n = profile, dists, dists.n
+        self.p, self.counts = dists.p, dists.counts
+        self.cache: dict = {}
+
+    def at(self, t: float, exact: bool = True):
+        """(tail of S_t, budget m(t)); ``exact=False`` may read the budget from chords (valid, cheaper)."""
+        t = float(t)
+        hit = self.cache.get(t)
+        if hit is None or (exact and not hit[2]):
+            q = whole_prior.thresholds(t, self.p)
+            tail = hit[0] if hit is not None else distribution_grouped(q, self.counts).tail()
+            m = float(self.counts @ whole_prior.budgets(self.profile, self.dists, t, exact=exact))
+            hit = self.cache[t] = (tail, m, exact)
+        return hit[:2]
+
+    def objective(self, t: float, v: int, exact: bool = True) -> float:
+        if v <= 0:
+            return 1.0
+        if v > self.n:
+            return 0.0
+        tail, m = self.at(t, exact)
+        return _budget_value(tail, int(v), m)
+
+    def smallest_passing(self, t: float, target: float, exact: bool = True) -> int:
+        """The smallest v with objective(t, v) <= target (non-increasing in v: a binary search)."""
+        tail, m = self.at(t, exact)
+        lo, hi = max(1, tail.first_below(target)) - 1, self.n + 1  # objective(lo) > target (it is >= T)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.objective(t, mid, exact) <= target:
+                hi = mid
+            else:
+                lo = mid
+        return hi
+
+    def grid(self) -> np.ndarray:
+        """-inf and _WP_GRID points from _WP_T_LOW to where delta(t) stops mattering."""
+        pure = pure_epsilon_of(self.profile)
+        if pure is not None:
+            top = pure
+        else:
+            try:
+                top = self.profile.epsilon(1e-14 / max(self.n, 1))
+            except (ValueError, OverflowError):
+                top = math.inf
+            top = min(top, self.profile.max_useful_epsilon, 60.0) if np.isfinite(top) else 60.0
+        return np.concatenate([[-math.inf], np.linspace(_WP_T_LOW, max(top, 1.0), _WP_GRID)])
+
+    def minimise(self, score) -> float:
+        """The t minimising ``score(t, exact)`` (a bound, or a count) on the grid (every phi solved there),
+        refined around the best point on the chords between solved points (no new LP)."""
+        grid = self.grid()
+        values = [score(t, True) for t in grid]
+        best = int(np.argmin(values))
+        t_best, v_best = float(grid[best]), values[best]
+        if not np.isfinite(t_best):
+            return t_best
+        step = float(grid[2] - grid[1])
+        for _ in range(_WP_REFINE):
+            step /= 2
+            for t in t_best + step * np.array([-3, -2, -1, 1, 2, 3]) / 2:
+                v = score(t, False)
+                if v < v_best:
+                    t_best, v_best = float(t), v
+        # polish with phi solved exactly (<= the chords) at the best point and its nearest neighbours
+        v_best = score(t_best, True)
+        for _ in range(2):
+            for t in t_best + step * np.array([-2, -1, 1, 2]):
+                v = score(t, True)
+                if v < v_best:
+                    t_best, v_best = float(t), v
+            step /= 2
+        return t_best
+
+
+def _whole_prior_tail(profile: PrivacyProfile, dists: Distributions, v: int) -> tuple[float, float]:
+    """(Theorem 3's bound on Pr[successes >= v], the t attaining it)."""
+    if dists.n == 1 and v == 1:
+        # one target: q + phi(q) >= phi(0) (phi's slope is >= -1) and the J >= 1 terms are larger, so
+        # the minimum is at q = 0: the one-target worst case
+        return whole_prior.whole_prior_success(profile, dists.shapes[0]), -math.inf
+    run = _WholePriorRun(profile, dists)
+    t = run.minimise(lambda t, exact: run.objective(t, v, exact))
+    return run.objective(t, v), t
+
+
+def _whole_prior_counts(profile: PrivacyProfile, dists: Distributions, targets: np.ndarray) -> list[int]:
+    """Theorem 3's count for each target tail probability: the smallest c with bound(c + 1) <= target."""
+    run = _WholePriorRun(profile, dists)
+    out = []
+    for target in targets:
+        t = run.minimise(lambda t, exact: run.smallest_passing(t, float(target), exact))
+        out.append(run.smallest_passing(t, float(target)) - 1)  # phi solved at the t found: <= the chords
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -1027,7 +1269,8 @@ def expected_count_bound(profile, p_runs, confidence=0.95, *, game: str = "recon
 # --------------------------------------------------------------------------------------------
 # Single-target views
 # --------------------------------------------------------------------------------------------
-def success_bound(profile, p, *, game: str = "reconstruction", set_valued: bool = False, collision=None) -> float:
+def success_bound(profile, p=None, *, distribution=None, game: str = "reconstruction", set_valued: bool = False,
+                  collision=None) -> float:
     """n = 1 posterior bound: min_eps beta(eps, p) + delta(eps) w(eps) (tail_bound with one target, v = 1).
 
     w = 1 - beta(eps, p) for one exact guess, which makes this the paper's single-target bound and
@@ -1036,7 +1279,22 @@ def success_bound(profile, p, *, game: str = "reconstruction", set_valued: bool 
     w = (1 - c) / (e^eps p + 1 - p), c the prior's collision probability (``collision``, None: 0).
     An eps-DP profile gives beta(eps, p) at its own eps (Theorem 3.1), attained by an eps-DP mechanism
     when success is a set. ``game`` as in tail_bound.
+
+    ``distribution``: the target's whole prior (a 1-d array summing to 1). With it, for one exact guess,
+    p may be None (p = max pi) and the result is the smaller of the above and the whole-prior theorem's
+    one-target worst case (THEORY.md, Theorem 3 at n = 1: the relaxed LP over every mechanism with the
+    profile, exact for (eps, delta)-DP and eps-DP, and for two-valued priors under f-DP).
     """
+    if distribution is not None:
+        _check_set_valued(set_valued)
+        if np.ndim(distribution) != 1:
+            raise ValueError(f"distribution must be one target's prior, a 1-d array of probabilities, got shape "
+                             f"{np.shape(distribution)}; use count_bound(..., distributions=...) for many targets.")
+        return tail_bound(profile, None if p is None else [p], 1, distributions=[np.asarray(distribution, dtype=float)],
+                          game=game, set_valued=set_valued,
+                          collision=None if collision is None else [float(collision)])
+    if p is None:
+        raise ValueError("p must be given (the target's prior success) unless distribution= gives its whole prior, got None.")
     q = _validate.probability("p", p)
     if q.ndim != 0:
         raise ValueError(f"p must be a single prior success probability, got an array of shape {q.shape}.")
@@ -1046,10 +1304,16 @@ def success_bound(profile, p, *, game: str = "reconstruction", set_valued: bool 
                       collision=None if collision is None else [float(collision)])
 
 
-def advantage_bound(profile, p, *, game: str = "reconstruction", set_valued: bool = False, collision=None) -> float:
-    """Generalised advantage bound (posterior - prior) / (1 - prior) (Cherubin et al. 2017); arguments as in success_bound."""
+def advantage_bound(profile, p=None, *, distribution=None, game: str = "reconstruction", set_valued: bool = False,
+                    collision=None) -> float:
+    """Generalised advantage bound (posterior - prior) / (1 - prior) (Cherubin et al. 2017); arguments as in success_bound
+    (with ``distribution`` and p None, the prior success is max pi)."""
+    if p is None and distribution is not None and not set_valued:
+        p = float(np.max(_validate.probability("distribution", distribution)))
+    if p is None:
+        raise ValueError("p must be given (the target's prior success) unless distribution= gives its whole prior, got None.")
     q = float(_validate.probability("p", p, open_high=True))
-    bound = success_bound(profile, q, game=game, set_valued=set_valued, collision=collision)
+    bound = success_bound(profile, q, distribution=distribution, game=game, set_valued=set_valued, collision=collision)
     return max(0.0, (bound - q) / (1.0 - q))
 
 

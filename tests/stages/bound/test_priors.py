@@ -50,7 +50,7 @@ CASES = [(kind, n, sv, coll) for kind in ("uniform", "zipf", "mixed") for n in (
 @pytest.mark.parametrize("kind, n, set_valued, with_collision", CASES)
 def test_grouped_and_expanded_priors_give_the_same_bounds(kind, n, set_valued, with_collision):
     values, counts = groups(kind, n)
-    collision = np.linspace(0.05, 0.4, len(values)) if with_collision else None
+    collision = np.minimum(np.linspace(0.05, 0.4, len(values)), values) if with_collision else None
     grouped = T.Priors(values, counts, collision)
     p, c = expand(values, counts, collision, seed=n)
     assert grouped.n == n and np.array_equal(T.Priors.of(p, c).counts, counts)
@@ -91,7 +91,7 @@ def test_expected_bounds_take_one_priors_per_run(kind, n):
 def test_fast_path_counts_agree_for_grouped_input():
     """n = 2e4 (count_bound's fast path, _count_fast) with five distinct priors, one exact guess and set-valued."""
     values, counts = groups("zipf", 20000)
-    collision = np.full(len(values), 0.2)
+    collision = np.minimum(0.2, values)
     p, c = expand(values, counts, collision, seed=1)
     for set_valued in (False, True):
         got = T.count_bound(GaussianDP(1.0), T.Priors(values, counts, collision), LEVELS, set_valued=set_valued)
@@ -114,8 +114,8 @@ def test_priors_merge_duplicates_and_drop_empty_groups():
     merged = T.Priors([0.5, 0.1, 0.5, 0.3], [2, 1, 3, 0], [0.1, 0.0, 0.2, 0.9])
     assert merged.values.tolist() == [0.1, 0.5] and merged.counts.tolist() == [1, 5] and merged.n == 6
     assert merged.collision == pytest.approx([0.0, (2 * 0.1 + 3 * 0.2) / 5])
-    assert T.Priors.of([0.2, 0.2, 0.7], [0.1, 0.3, 0.5]).collision == pytest.approx([0.2, 0.5])
-    assert T.Priors.of([0.2, 0.2, 0.7], 0.25).collision.tolist() == [0.25, 0.25]
+    assert T.Priors.of([0.2, 0.2, 0.7], [0.1, 0.2, 0.5]).collision == pytest.approx([0.15, 0.5])
+    assert T.Priors.of([0.2, 0.2, 0.7], 0.15).collision.tolist() == [0.15, 0.15]
     # the numerators of the split theorem's weights, summed per group; 0 where p = 0
     both = T.Priors([0.0, 0.4], [3, 2], [0.5, 0.25])
     assert both.numerator_sums(False).tolist() == [0.0, 2 * 0.6]
@@ -130,6 +130,9 @@ def test_priors_merge_duplicates_and_drop_empty_groups():
     (lambda: T.Priors([0.2, 0.3], [1]), r"^counts must be integers >= 0"),
     (lambda: T.Priors([0.2], [0]), r"^p must hold at least one"),
     (lambda: T.Priors([0.2], [1], [1.2]), r"^collision must be a probability"),
+    (lambda: T.Priors([0.2, 0.5], [1, 2], [0.1, 0.6]), r"^collision must be at most p for every target"),
+    (lambda: T.count_bound(GaussianDP(1.0), [0.2, 0.3], set_valued=True, collision=[0.25, 0.1]),
+     r"^collision must be at most p for every target"),
     (lambda: T.Priors.of([0.2, 0.3], [0.1, 0.2, 0.3]), r"^collision must be one probability or one per target"),
     (lambda: T.count_bound(GaussianDP(1.0), T.Priors([0.2], [3]), set_valued=True, collision=[0.1] * 3),
      r"^collision must be None when p is a Priors"),

@@ -6,11 +6,13 @@ import subprocess
 import sys
 
 import stages.bound as bound
-from stages.bound import best, prior_work, profiles, tails, theorems
+from stages.bound import accountants, best, prior_work, profiles, tails, theorems
 
 CONTRACT = {
-    profiles: ["PrivacyProfile", "PureDP", "ApproxDP", "GaussianDP", "ComposedGaussian", "DPSGD", "GAMES",
-               "for_game", "replace_one_from_add_remove"],
+    profiles: ["PrivacyProfile", "PureDP", "ApproxDP", "GaussianDP", "ComposedGaussian", "DPSGD", "PrivacyLossProfile",
+               "GAMES", "for_game", "replace_one_from_add_remove"],
+    accountants: ["from_dp_event", "from_delta", "from_opacus", "DpEventProfile", "DeltaTable", "DeltaCurve",
+                  "ReplaceOneByGroupPrivacy"],
     tails: ["PoissonBinomial", "poisson_binomial_pmf", "poisson_binomial_sf_all", "poisson_binomial_tail"],
     theorems: ["Priors", "beta", "pure_dp_tail", "pure_dp_count_bound", "tail_bound", "tail_bound_at", "count_bound",
                "expected_tail", "expected_count_bound", "success_bound", "advantage_bound", "eps_protect",

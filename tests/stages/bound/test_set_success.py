@@ -170,8 +170,19 @@ def test_pipeline_records_the_theorem_used(compose_config, metric, k, set_valued
     cfg = compose_config("mechanism=gaussian", "bound=one_run", "prior=zipf", "prior.n_targets=30", "trials=5",
                          f"metric={metric}", f"attack.k={k}")
     metrics, _, _ = compute_metrics(cfg)
-    assert metrics["bound_theorem"]["theorem"].startswith("split one-run theorem (THEORY.md Thm 1)")
-    assert metrics["bound_theorem"]["set_valued"] == set_valued
+    record = metrics["bound_theorem"]
+    if set_valued:  # the split theorem with set-valued weights alone
+        assert record["theorem"].startswith("split one-run theorem (THEORY.md Thm 1)")
+        assert "candidates" not in record
+    else:  # one exact guess on a prior with distributions: the minimum of the split and whole-prior theorems
+        assert record["candidates"] == ["split one-run theorem (THEORY.md Thm 1), a-priori guesses z*",
+                                        "whole-prior theorem (THEORY.md Thm 3)"]
+        assert record["whole_prior_version"] == 1
+        winners = set(record["by_confidence"].values())
+        assert winners <= set(record["candidates"])
+        assert record["theorem"] == (winners.pop() if len(winners) == 1 else record["theorem"])
+        assert all(name in record["theorem"] for name in set(record["by_confidence"].values()))
+    assert record["set_valued"] == set_valued
     assert metrics["bound_theorem"]["version"] == 2
 
 

@@ -1,0 +1,432 @@
+"""The whole-prior theorem: bounds that read each target's full prior, not only p = max pi (THEORY.md, Theorem 3).
+
+Theorem 1 (the split theorem) sees target i only through p_i = max_x pi_i(x), so it bounds the worst
+prior with that p, a uniform one. Theorem 3 splits target i's success at any threshold q_i and pays
+
+    phi_i(q) = sup over mechanisms satisfying the profile of E[(rho_i - q)_+]
+
+(rho_i the posterior success of target i given the release and X_{<i}); phi_i depends on the whole
+prior pi_i. ``ExcessCurve`` computes a certified upper bound on phi_i(q) from a linear program over
+one target's mechanisms, relaxed so that its size grows with the number of *distinct* prior
+probabilities only:
+
+* outputs reduce to "guess x, counted" for each value x plus one "not counted" output (post-processing);
+* the mechanism's row for x is described by P_x = Pr[guess x | X = x] and, for every other row x',
+  Pr[guess x | X = x'] >= y_x >= g(P_x), where g is the profile's trade-off curve read as "the least
+  mass another row can put on an event that row x puts P_x on" (the hockey-stick constraints of the
+  profile at finitely many eps: every eps adds valid lines, so fewer eps only loosen the bound);
+* rows sum to at most 1: P_x' + sum_{x != x'} y_x <= 1.
+
+The relaxation is convex and symmetric in values of equal probability, so one variable pair per
+distinct probability suffices. Its value is certified from the LP's dual (weak duality with the box
+0 <= P, y <= 1), so solver tolerances never make it smaller than the LP optimum. The profile's trade-off
+curve enters by cutting planes: lines are added where the solution violates the dense line set of
+``PrivacyProfile.tradeoff``. For (eps, delta)-DP and eps-DP the relaxation equals the exact LP over all
+mechanisms on every case of the test grid; for mu-GDP it is exact on two-valued priors (riskcal's
+Bayes risk) and within ~1e-4 of the finite-eps LP for mu <= 1 on the grid, looser for mu = 2
+(THEORY.md, section 8, gives the numbers).
+
+Large domains are made small by rounding probabilities up (``prior_shape``): the relaxation's value
+can only grow when a probability grows, so rounding the tail of a prior up onto a geometric grid of at
+most ``MAX_GROUPS`` distinct values keeps the bound valid.
+
+Everything here is numpy/scipy; the theorems' public entry points live in ``theorems`` (``count_bound``,
+``tail_bound``, ``success_bound`` ... take ``distributions=``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import optimize, sparse, special
+
+from . import _validate
+from .profiles import PrivacyProfile
+
+__all__ = ["PriorShape", "prior_shape", "Distributions", "ExcessCurve", "excess_curve", "whole_prior_success",
+           "WHOLE_PRIOR_THEOREM", "WHOLE_PRIOR_VERSION"]
+
+#: Name and version of Theorem 3 in every output.
+WHOLE_PRIOR_THEOREM = "whole-prior theorem (THEORY.md Thm 3)"
+WHOLE_PRIOR_VERSION = 1
+
+#: A prior with more distinct probabilities than this has its tail rounded up onto a geometric grid.
+MAX_GROUPS = 64
+#: At most this many distinct priors enter Theorem 3's search (more are merged: Distributions.coarsened).
+MAX_SHAPES = 32
+#: Of those, the largest probabilities kept exactly.
+_EXACT_TOP = 32
+#: Relative tolerance on sum(distribution) = 1.
+_SUM_RTOL = 1e-6
+#: Largest eps whose lines enter the relaxation (beyond it a line constrains only P within e^-20 of 1,
+#: and its coefficients would strain the LP solver's scaling); dropping lines only loosens the bound.
+_EPS_LINES_MAX = 20.0
+#: delta values below this are rounded up to it (a larger delta is a weaker, still valid, constraint).
+_DELTA_FLOOR = 1e-13
+#: Lines the relaxation starts from (before the cutting planes).
+_SEED_LINES = 8
+#: Cutting-plane rounds per solve, and the violation below which a line is not added.
+_CUT_ROUNDS = 12
+_CUT_TOL = 1e-11
+#: Rounds of tangent lines at continuous eps (after the grid's lines), for priors of at most _POLISH_GROUPS
+#: distinct probabilities.
+_POLISH_ROUNDS = 3
+_POLISH_GROUPS = 16
+#: A cut adds the violated line and this many neighbours on each side (on the eps grid).
+_CUT_SPREAD = 2
+#: At most this many eps of the profile's trade-off grid make lines (a thinned grid only loosens the bound).
+_MAX_LINES = 1500
+
+
+# --------------------------------------------------------------------------------------------
+# One target's prior, reduced to its distinct probabilities
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class PriorShape:
+    """One target's prior as the bound sees it: distinct probabilities ``probs`` (descending) with
+    multiplicities ``mult``; ``p`` the largest probability (the a-priori guess's success), ``collision``
+    sum_x pi(x)^2, both of the prior as given; ``rounded`` says whether the tail was rounded up."""
+
+    probs: np.ndarray
+    mult: np.ndarray
+    p: float
+    collision: float
+    rounded: bool
+    key: bytes = field(repr=False)
+
+
+def prior_shape(distribution, *, name: str = "distribution", max_groups: int = MAX_GROUPS) -> PriorShape:
+    """A 1-d probability vector (summing to 1) as a ``PriorShape``.
+
+    Beyond ``max_groups`` distinct probabilities, the largest ``_EXACT_TOP`` stay exact and the others
+    are rounded up to the largest member of their bin of a geometric grid (valid: the whole-prior bound
+    is non-decreasing in every probability, THEORY.md section 8).
+    """
+    arr = _validate.probability(name, distribution)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-d array of probabilities (one target's prior), got shape {arr.shape}.")
+    total = float(np.sum(arr))
+    if abs(total - 1.0) > _SUM_RTOL:
+        raise ValueError(f"{name} must sum to 1 (one target's prior over its values), got a sum of {total!r}; "
+                         "normalise it (divide by its sum).")
+    collision = float(np.dot(arr, arr))
+    pos = np.sort(arr[arr > 0])[::-1]
+    probs, mult = _distinct_desc(pos)
+    return _rounded(probs, mult, float(pos[0]), collision, max_groups)
+
+
+def _rounded(probs: np.ndarray, mult: np.ndarray, p: float, collision: float, max_groups: int) -> PriorShape:
+    """The PriorShape of distinct descending probabilities, the tail rounded up beyond ``max_groups`` groups."""
+    rounded = False
+    if probs.size > max_groups:
+        top = min(_EXACT_TOP, max_groups // 2)
+        rest, rest_mult = probs[top:], mult[top:]
+        bins = max_groups - top
+        ratio = (rest[0] / rest[-1]) ** (1.0 / bins) if rest[-1] > 0 else 2.0
+        ratio = max(ratio, 1.0 + 1e-12)
+        idx = np.minimum(np.floor(np.log(rest[0] / rest) / math.log(ratio)).astype(np.int64), bins - 1)
+        first = np.flatnonzero(np.diff(np.concatenate([[-1], idx])) != 0)
+        binned = rest[first]  # the largest member of each bin (rest is descending)
+        counts = np.add.reduceat(rest_mult, first)
+        probs = np.concatenate([probs[:top], binned])
+        mult = np.concatenate([mult[:top], counts])
+        rounded = True
+    key = np.concatenate([probs, np.asarray(mult, dtype=float)]).tobytes()
+    return PriorShape(probs=probs, mult=np.asarray(mult, dtype=np.int64), p=p, collision=collision,
+                      rounded=rounded, key=key)
+
+
+def _shape_unchecked(desc: np.ndarray, max_groups: int = MAX_GROUPS) -> PriorShape:
+    """A PriorShape of a descending positive vector that may sum to more than 1 (a dominating vector)."""
+    probs, mult = _distinct_desc(desc)
+    return _rounded(probs, mult, float(desc[0]), float(np.dot(desc, desc)), max_groups)
+
+
+def _distinct_desc(pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct values of a descending array and their multiplicities, descending."""
+    change = np.flatnonzero(np.diff(pos) != 0) + 1
+    starts = np.concatenate([[0], change])
+    return pos[starts], np.diff(np.append(starts, pos.size))
+
+
+@dataclass(frozen=True, eq=False)
+class Distributions:
+    """n targets' priors, grouped: ``counts[g]`` targets have prior ``shapes[g]`` (a ``PriorShape``).
+
+    ``Distributions.of(rows)`` groups a 2-d array (n, d) or a sequence of 1-d arrays; targets whose
+    priors are equal up to a permutation of the values share a group (the bounds depend on the
+    multiset of probabilities only). Every theorem taking ``distributions=`` takes this too.
+    """
+
+    shapes: tuple
+    counts: np.ndarray
+
+    @classmethod
+    def of(cls, rows, name: str = "distributions") -> "Distributions":
+        if isinstance(rows, Distributions):
+            return rows
+        if isinstance(rows, np.ndarray) and rows.ndim == 2:
+            if rows.shape[0] == 0:
+                raise ValueError(f"{name} must hold at least one target's prior, got an array of shape {rows.shape}.")
+            sorted_rows = -np.sort(-_validate.probability(name, rows), axis=1)
+            uniq, inverse = np.unique(sorted_rows, axis=0, return_inverse=True)
+            counts = np.bincount(inverse.ravel(), minlength=len(uniq))
+            shapes = tuple(prior_shape(r, name=f"{name}[{int(np.flatnonzero(inverse.ravel() == g)[0])}]")
+                           for g, r in enumerate(uniq))
+            return cls(shapes, counts.astype(np.int64))
+        try:
+            seq = list(rows)
+        except TypeError:
+            raise ValueError(f"{name} must be a 2-d array (n, d) or a sequence of 1-d probability arrays, one per "
+                             f"target, got {type(rows).__name__}.") from None
+        if not seq:
+            raise ValueError(f"{name} must hold at least one target's prior, got an empty sequence.")
+        groups: dict[bytes, int] = {}
+        shapes, counts = [], []
+        for i, r in enumerate(seq):
+            s = prior_shape(r, name=f"{name}[{i}]")
+            g = groups.get(s.key)
+            if g is None:
+                groups[s.key] = len(shapes)
+                shapes.append(s)
+                counts.append(1)
+            else:
+                counts[g] += 1
+        return cls(tuple(shapes), np.asarray(counts, dtype=np.int64))
+
+    @property
+    def n(self) -> int:
+        return int(np.sum(self.counts))
+
+    def coarsened(self, max_shapes: int = MAX_SHAPES) -> "Distributions":
+        """At most ``max_shapes`` groups: targets sorted by p are cut into runs of similar p, and each run's prior
+        is replaced by the elementwise maximum of its members' descending probability vectors (a vector that
+        dominates every member: the bound is non-decreasing in every probability, THEORY.md section 8, so
+        every member's budget and threshold may be read from it). Unchanged when already small enough."""
+        if len(self.shapes) <= max_shapes:
+            return self
+        order = np.argsort([s.p for s in self.shapes], kind="stable")
+        runs = np.array_split(order, max_shapes)
+        shapes, counts = [], []
+        for run in runs:
+            members = [self.shapes[i] for i in run]
+            width = max(int(np.sum(s.mult)) for s in members)
+            top = np.zeros(width)
+            for s in members:
+                vec = np.repeat(s.probs, s.mult)
+                top[: vec.size] = np.maximum(top[: vec.size], vec)
+            shapes.append(_shape_unchecked(top[top > 0]))
+            counts.append(int(np.sum(self.counts[run])))
+        return Distributions(tuple(shapes), np.asarray(counts, dtype=np.int64))
+
+    @property
+    def p(self) -> np.ndarray:
+        """Each group's prior success of one exact a-priori guess, max pi."""
+        return np.array([s.p for s in self.shapes])
+
+    @property
+    def collision(self) -> np.ndarray:
+        return np.array([s.collision for s in self.shapes])
+
+    def top(self, k: int) -> np.ndarray:
+        """Each group's prior success of k exact guesses (the k largest probabilities)."""
+        out = []
+        for s in self.shapes:
+            take = np.minimum(s.mult, np.maximum(0, k - np.concatenate([[0], np.cumsum(s.mult)[:-1]])))
+            out.append(min(1.0, float(np.dot(s.probs, take))))
+        return np.array(out)
+
+
+# --------------------------------------------------------------------------------------------
+# phi(q): the relaxed one-target LP, certified by its dual
+# --------------------------------------------------------------------------------------------
+class ExcessCurve:
+    """q -> a certified upper bound on phi(q) = sup_M E[(rho - q)_+] for one prior shape and profile.
+
+    phi(0) is the worst-case success of one exact guess over every mechanism with the profile (the
+    relaxation's optimum). phi is convex and non-increasing in q, and 0 from q = 1 on.
+    """
+
+    def __init__(self, profile: PrivacyProfile, shape: PriorShape):
+        self.profile, self.shape = profile, shape
+        eps, deltas = _profile_lines(profile)
+        # every line y >= s P - c of the trade-off relaxation, both families (THEORY.md section 8)
+        self._eps = eps
+        with np.errstate(over="ignore"):
+            self._all_s = np.concatenate([np.exp(-eps), np.exp(eps)])
+            self._all_c = np.concatenate([np.exp(-eps) * deltas, np.expm1(eps) + deltas])
+        seed = np.unique(np.linspace(0, len(eps) - 1, _SEED_LINES).astype(int))
+        seed = np.concatenate([seed, seed + len(eps)])
+        # the lines each group's rows use (a line only matters near the group's own P)
+        self._active = [set(seed.tolist()) for _ in range(shape.probs.size)]
+        self._cache: dict[float, float] = {}
+        self._nodes = None
+
+    def __call__(self, q) -> float:
+        """The certified relaxation's value at q (one LP, memoised)."""
+        q = max(float(q), 0.0)
+        if q >= 1.0:
+            return 0.0
+        if q not in self._cache:
+            self._cache[q] = self._solve(q)
+            self._nodes = None
+        return self._cache[q]
+
+    def upper(self, q) -> float:
+        """A valid upper bound on phi(q) without a new LP where possible: the chord between the nearest
+        solved points around q (phi is convex, and each solved value is >= phi there, so the chord is >= phi;
+        phi(1) = 0). Solves the LP at q when no solved point lies at or below q."""
+        q = max(float(q), 0.0)
+        if q >= 1.0:
+            return 0.0
+        if q in self._cache:
+            return self._cache[q]
+        if self._nodes is None:
+            keys = np.array(sorted(self._cache) + [1.0])
+            self._nodes = (keys, np.array([self._cache[k] for k in keys[:-1]] + [0.0]))
+        keys, vals = self._nodes
+        i = int(np.searchsorted(keys, q))
+        if i == 0:
+            return self(q)
+        w = (q - keys[i - 1]) / (keys[i] - keys[i - 1])
+        return float(min(1.0, (1.0 - w) * vals[i - 1] + w * vals[i]))
+
+    def _solve(self, q: float) -> float:
+        pi, m = self.shape.probs, self.shape.mult.astype(float)
+        G = pi.size
+        # variables x = (P_1..P_G, y_1..y_G) in [0, 1]; linprog minimises c.x
+        c = -np.concatenate([m * (1.0 - q) * pi, -m * q * (1.0 - pi)])
+        # rows: P_g - y_g + sum_h m_h y_h <= 1
+        row_block = sparse.csr_matrix(np.hstack([np.eye(G), np.tile(m, (G, 1)) - np.eye(G)]))
+        value = 1.0
+        polish = _POLISH_ROUNDS if G <= _POLISH_GROUPS else 0
+        for _ in range(_CUT_ROUNDS + polish):
+            groups = np.concatenate([np.full(len(a), g) for g, a in enumerate(self._active)])
+            lines = np.concatenate([np.fromiter(a, dtype=np.int64) for a in self._active])
+            R = lines.size
+            # y_g >= s_l P_g - c_l for the group's lines l:  s_l P_g - y_g <= c_l
+            A_lines = sparse.csr_matrix(
+                (np.stack([self._all_s[lines], -np.ones(R)], axis=1).ravel(),
+                 (np.repeat(np.arange(R), 2), np.stack([groups, G + groups], axis=1).ravel())),
+                shape=(R, 2 * G))
+            A = sparse.vstack([row_block, A_lines]).tocsr()
+            b = np.concatenate([np.ones(G), self._all_c[lines]])
+            res = optimize.linprog(c, A_ub=A, b_ub=b, bounds=(0.0, 1.0), method="highs")
+            if res.status != 0:  # pragma: no cover - the LP is always feasible (x = 0) and bounded
+                raise RuntimeError(f"the whole-prior LP failed: {res.message}")
+            lam = np.maximum(0.0, -np.asarray(res.ineqlin.marginals))
+            reduced = c + A.T @ lam
+            certified = float(lam @ b - np.sum(np.minimum(0.0, reduced)))  # >= the LP's maximum
+            value = min(value, certified)
+            P, y = res.x[:G], res.x[G:]
+            # the most violated line at each group's P (cutting planes)
+            with np.errstate(over="ignore", invalid="ignore"):
+                viol = self._all_s[None, :] * P[:, None] - self._all_c[None, :] - y[:, None]
+            viol = np.where(np.isfinite(viol), viol, -np.inf)
+            worst = np.argmax(viol, axis=1)
+            added = False
+            half = len(self._eps)
+            for g, j in enumerate(worst):
+                if viol[g, j] > _CUT_TOL and int(j) not in self._active[g] and j < 2 * half:
+                    # the line and its neighbours on the eps grid (the tangent point moves with q)
+                    fam = (j // half) * half
+                    near = {fam + k for k in range(j - fam - _CUT_SPREAD, j - fam + _CUT_SPREAD + 1) if 0 <= k < half}
+                    self._active[g] |= near
+                    added = True
+            if not added and polish:
+                polish -= 1
+                added = any([self._tangent(g, float(P[g]), float(y[g]), int(worst[g])) for g in range(G)])
+            if not added:
+                break
+        return float(min(1.0, max(0.0, value)))
+
+
+    def _tangent(self, g: int, P: float, y: float, j: int) -> bool:
+        """Add to group g the line of the profile at the eps (between the grid's neighbours of line j) that is
+        highest at P, if it cuts the solution (P, y) off: the grid's lines only sample the trade-off curve."""
+        half = len(self._eps)
+        if not 0.0 < P < 1.0 or j >= 2 * half:
+            return False
+        family, k = divmod(j, half)
+        lo, hi = self._eps[max(k - 1, 0)], self._eps[min(k + 1, half - 1)]
+        if not hi > lo:
+            return False
+        delta = lambda e: max(float(self.profile.delta(e)), _DELTA_FLOOR if self.profile.delta(e) > 0 else 0.0)
+        if family == 0:
+            height = lambda e: math.exp(-e) * (P - delta(e))
+        else:
+            height = lambda e: 1.0 - delta(e) - math.exp(e) * (1.0 - P)
+        e = float(optimize.minimize_scalar(lambda e: -height(e), bounds=(lo, hi), method="bounded",
+                                           options={"xatol": 1e-10}).x)
+        if height(e) <= y + _CUT_TOL:
+            return False
+        d = delta(e)
+        s_new, c_new = (math.exp(-e), math.exp(-e) * d) if family == 0 else (math.exp(e), math.expm1(e) + d)
+        self._all_s = np.append(self._all_s, s_new)
+        self._all_c = np.append(self._all_c, c_new)
+        self._active[g].add(len(self._all_s) - 1)
+        return True
+
+
+def _profile_lines(profile: PrivacyProfile) -> tuple[np.ndarray, np.ndarray]:
+    """The eps grid of the profile's trade-off curve (``PrivacyProfile.tradeoff``) and delta there,
+    up to _EPS_LINES_MAX."""
+    eps = np.asarray(profile._tradeoff_grid)
+    deltas = np.asarray(profile._tradeoff_deltas)
+    if eps.size > _MAX_LINES:
+        pick = np.unique(np.linspace(0, eps.size - 1, _MAX_LINES).astype(np.int64))
+        eps, deltas = eps[pick], deltas[pick]
+    keep = eps <= _EPS_LINES_MAX
+    eps, deltas = eps[keep], np.maximum(deltas[keep], np.where(deltas[keep] > 0, _DELTA_FLOOR, 0.0))
+    # past the first eps with delta = 0 every further line is implied by that one
+    zero = np.flatnonzero(deltas <= 0.0)
+    if zero.size:
+        eps, deltas = eps[: zero[0] + 1], deltas[: zero[0] + 1]
+    return eps, deltas
+
+
+_CURVES: dict = {}
+_CURVES_MAX = 4096
+
+
+def excess_curve(profile: PrivacyProfile, shape: PriorShape) -> ExcessCurve:
+    """The (memoised) ExcessCurve of a profile and a prior shape."""
+    key = (repr(profile), shape.key)
+    curve = _CURVES.get(key)
+    if curve is None:
+        if len(_CURVES) >= _CURVES_MAX:
+            _CURVES.clear()
+        curve = _CURVES[key] = ExcessCurve(profile, shape)
+    return curve
+
+
+def whole_prior_success(profile: PrivacyProfile, shape: PriorShape) -> float:
+    """Theorem 3 at n = 1: the worst-case success of one exact guess, phi(0) (certified relaxation)."""
+    return excess_curve(profile, shape)(0.0)
+
+
+# --------------------------------------------------------------------------------------------
+# Theorem 3 over n targets: thresholds q_i(t) = expit(t + logit p_i), one parameter t
+# --------------------------------------------------------------------------------------------
+def thresholds(t: float, p: np.ndarray) -> np.ndarray:
+    """q_i(t) = expit(t + logit p_i): beta(t, p_i) for t >= 0, and below p_i for t < 0; t = -inf gives 0."""
+    if t == -math.inf:
+        return np.zeros_like(p)
+    with np.errstate(divide="ignore"):
+        out = special.expit(t + special.logit(p))
+    return np.where(p >= 1.0, 1.0, np.where(p <= 0.0, 0.0, out))
+
+
+def budgets(profile: PrivacyProfile, dists: Distributions, t: float, exact: bool = True) -> np.ndarray:
+    """Per group, a bound on E[(rho - q(t))_+]: the relaxation's phi(q), and for t >= 0 also Lemma 2's
+    delta(t) (1 - beta(t, p)) (the split theorem's budget at eps = t, valid at threshold beta(t, p)).
+    ``exact=False`` reads phi from the chords between solved points (``ExcessCurve.upper``, also valid)."""
+    p = dists.p
+    q = thresholds(t, p)
+    phi = np.array([excess_curve(profile, s)(qq) if exact else excess_curve(profile, s).upper(qq)
+                    for s, qq in zip(dists.shapes, q)])
+    if t >= 0 and np.isfinite(t):
+        d = profile.delta_upper(float(t))
+        phi = np.minimum(phi, d * (1.0 - q))
+    return phi
