@@ -40,7 +40,7 @@ _STARTED = time.time() - 1.0
 # The job folder of the job running in this process (for the Ctrl-C message).
 _CURRENT_JOB: dict[str, str] = {}
 # What Hydra writes into a job folder before the job runs: the only content a refused job's folder may hold
-# for it to be removed.
+# for it to be removed (besides <job>.log and, with logger=wandb, the W&B run the job started: wandb/).
 _HYDRA_FILES = {"config.yaml", "hydra.yaml", "overrides.yaml"}
 
 
@@ -68,8 +68,25 @@ def _disk_problem(exc: BaseException) -> str | None:
             f"cache_dir) at a disk with room, then run the same command again (finished stages are cached).")
 
 
+def _folder_problem(exc: BaseException, cfg: DictConfig) -> str | None:
+    """One sentence naming the key to change (cache_dir or outputs_dir) for an OSError that a folder under it
+    raised (a file in the way, no permission, a folder that cannot be made), else None."""
+    if not isinstance(exc, (NotADirectoryError, FileExistsError, PermissionError, FileNotFoundError)) or not exc.filename:
+        return None
+    try:
+        path = Path(os.path.abspath(os.fspath(exc.filename)))
+        roots = [(key, Path(os.path.abspath(str(cfg.get(key))))) for key in ("cache_dir", "outputs_dir") if cfg.get(key)]
+    except Exception:  # noqa: BLE001 - a key that does not resolve: not this kind of problem
+        return None
+    for key, root in roots:  # cache_dir first: by default it lies inside outputs_dir
+        if path == root or root in path.parents:
+            return (f"{key} {root} cannot be used: {exc.strerror or type(exc).__name__} ({exc.filename}); point "
+                    f"{key} at a folder you can write.")
+    return None
+
+
 def _made_by_this_job(folder: Path, job_name: str) -> bool:
-    """Whether folder holds only what Hydra wrote for this job at its start (.hydra/*.yaml, <job>.log)."""
+    """Whether folder holds only what this job wrote since its start (.hydra/*.yaml, <job>.log, wandb/)."""
     try:
         entries = list(folder.iterdir())
         for entry in entries:
@@ -80,6 +97,11 @@ def _made_by_this_job(folder: Path, job_name: str) -> bool:
             elif entry.name == f"{job_name}.log" and entry.is_file() and not entry.is_symlink():
                 if entry.stat().st_mtime < _STARTED:
                     return False
+            elif entry.name == "wandb" and entry.is_dir() and not entry.is_symlink():
+                # logger=wandb: the offline run this job started (and finished as failed) holds no result
+                for inner in entry.rglob("*"):
+                    if not inner.is_symlink() and inner.lstat().st_mtime < _STARTED:
+                        return False
             else:
                 return False
     except OSError:
@@ -141,6 +163,7 @@ def app(cfg: DictConfig) -> None:
         # A refused value (or a missing data file): one sentence; nothing was computed, so the folder
         # Hydra made for the job goes too (the game computes everything before it writes).
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        message = _folder_problem(exc, cfg) or message
         stop = cfg.get("outputs_dir") if hydra_cfg.mode == RunMode.RUN else hydra_cfg.sweep.dir
         remove_refused_job_folder(output_dir, hydra_cfg.job.name, stop)
         if hydra_cfg.mode == RunMode.RUN:
@@ -155,7 +178,7 @@ def app(cfg: DictConfig) -> None:
         error.job_log = log  # type: ignore[attr-defined]
         raise error from None
     except OSError as exc:
-        problem = _disk_problem(exc)
+        problem = _disk_problem(exc) or _folder_problem(exc, cfg)  # the environment, not a bug: one sentence
         if problem is None:
             raise
         # The job wrote at most a partial log and figure: nothing of it is a result, so its folder goes.
@@ -185,8 +208,9 @@ def app(cfg: DictConfig) -> None:
 
 
 def _outputs_dir_problem(argv: list[str]) -> str | None:
-    """One sentence if outputs_dir (or an explicit hydra run/sweep dir) is a file or lies under one."""
-    keys = ("outputs_dir", "hydra.run.dir", "hydra.sweep.dir")
+    """One sentence if outputs_dir, cache_dir (or an explicit hydra run/sweep dir) given on the command line is a
+    file, lies under one, or cannot be created: before Hydra makes a job folder, so nothing is left behind."""
+    keys = ("outputs_dir", "cache_dir", "hydra.run.dir", "hydra.sweep.dir")
     given = {key: Path(os.getcwd()) / "outputs" for key in keys[:1]}
     for arg in argv:
         key, sep, value = arg.lstrip("+~").partition("=")
@@ -197,7 +221,8 @@ def _outputs_dir_problem(argv: list[str]) -> str | None:
         existing = next((p for p in (path, *path.parents) if p.exists()), None)
         if existing is not None and not existing.is_dir():
             where = "is a file" if existing == path else f"lies under the file {existing}"
-            return f"{key} {path} {where}; point {key} at a folder, e.g. {key}={Path(os.getcwd()) / 'outputs'}."
+            example = Path(os.getcwd()) / "outputs" / ("cache" if key == "cache_dir" else "")
+            return f"{key} {path} {where}; point {key} at a folder, e.g. {key}={example}."
         if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
             return f"{key} {path} cannot be created: {existing} is not writable; point {key} at a folder you can write."
         if existing is not None:

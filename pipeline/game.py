@@ -37,6 +37,7 @@ from pipeline.cache import StageCache, data_fingerprints, load_arrays, save_arra
 from pipeline.io import plain, save_figure_atomic, write_json_atomic
 from stages.bound import _validate
 from stages.bound.box import PlayedTrials, group_prior_success
+from stages.mechanism import DEFAULT_DELTA
 
 __all__ = [
     "BOX_GROUPS",
@@ -69,8 +70,9 @@ log = logging.getLogger(__name__)
 
 BOX_GROUPS = ("prior", "mechanism", "attack", "metric", "bound")
 # The delta at which a run's epsilon is reported when its mechanism has no delta of its own and is not
-# eps-DP (the Gaussian mechanism given by mu): the paper's delta. privacy["delta_source"] says which applied.
-FALLBACK_DELTA = 1e-5
+# eps-DP (the Gaussian mechanism given by mu): the paper's delta, the one at which such a profile is also judged
+# private or not (stages.mechanism.judge_privacy). privacy["delta_source"] says which applied.
+FALLBACK_DELTA = DEFAULT_DELTA
 # Bump when the way trials are played changes, so old cached trials are not reused.
 # 2: the baseline z* has the attack's k; trials keep grouped prior successes; data files are hashed.
 # 3: one engine: per-trial laws (records kept), attack variants, the release and the attack's prepare cached.
@@ -199,6 +201,12 @@ def check_run_settings(cfg: DictConfig) -> tuple[int | list[int], int, np.ndarra
         raise ConfigError(str(exc)) from exc
     if confidences.size == 0:
         raise ConfigError("confidences must list at least one level in (0, 1), got []; e.g. confidences=[0.05,0.5,0.95].")
+    levels, counts = np.unique(confidences, return_counts=True)
+    if np.any(counts > 1):
+        repeated = ", ".join(f"{float(c):g}" for c in levels[counts > 1])
+        given, once = (",".join(f"{float(c):g}" for c in values) for values in (confidences, levels))
+        raise ConfigError(f"confidences must list each level once, got [{given}] ({repeated} more than once); drop "
+                          f"the repeats, e.g. confidences=[{once}].")
     return seed, trials, confidences
 
 
@@ -527,22 +535,45 @@ def bound_of(boxes: Boxes, summary: PlayedTrials, confidences: np.ndarray, laws:
     profile, metric, box = boxes.mechanism.profile, boxes.metric, boxes.bound
     if laws is None:
         args = (profile, boxes.prior, metric, summary, confidences)
-        bound = box.compute(*args)
+        bound, winners = box.compute_theorems(*args)
         per_trial = box.compute_per_trial(*args) if hasattr(box, "compute_per_trial") else None
         theorem = box.theorem(*args[:4]) if hasattr(box, "theorem") else None
+        by_confidence = {repr(float(c)): w for c, w in winners.items()}
     elif getattr(box, "mixes_trials", False):
         # a bound over the mixture of the trials (Theorem 3.2) that reads the laws only through the played p_i
-        bound = box.compute(profile, laws[0], metric, summary, confidences)
+        bound, winners = box.compute_theorems(profile, laws[0], metric, summary, confidences)
         per_trial = None
         theorem = box.theorem(profile, laws[0], metric, summary) if hasattr(box, "theorem") else None
+        by_confidence = {repr(float(c)): w for c, w in winners.items()}
     else:
-        counts = [box.compute(profile, law, metric, _single_trial(summary, r), confidences) for r, law in enumerate(laws)]
+        results = [box.compute_theorems(profile, law, metric, _single_trial(summary, r), confidences)
+                   for r, law in enumerate(laws)]
+        counts = [one for one, _ in results]
         bound = {c: [int(one[c]) for one in counts] for c in counts[0]}
         per_trial = None
         # the theorem depends on the laws only through k and the domain, the same in every trial; its record's
         # numbers over the trials (pure_dp's expected) read every trial's played p_i
         theorem = box.theorem(profile, laws[0], metric, summary) if hasattr(box, "theorem") else None
+        # which theorem gave each trial's count: {confidence: {theorem: trials}}
+        by_confidence = {repr(float(c)): {name: sum(1 for _, w in results if w[c] == name)
+                                          for name in sorted({w[c] for _, w in results})} for c in counts[0]}
+    if theorem is not None:
+        theorem = {**theorem, "by_confidence": by_confidence, "theorem": _winning_name(theorem, by_confidence)}
     return {"bound": bound, "per_trial": per_trial, "theorem": theorem}
+
+
+def _winning_name(theorem: Mapping, by_confidence: Mapping) -> str:
+    """The record's theorem name: the box's own, or, where the box takes the minimum over several theorems,
+    the one that gave every count, else 'min of A (at 0.05, 0.5), B (at 0.95)'."""
+    if "candidates" not in theorem:
+        return theorem["theorem"]
+    at: dict[str, list[str]] = {}
+    for c, w in by_confidence.items():
+        for name in (w if isinstance(w, Mapping) else {w: 1}):
+            at.setdefault(name, []).append(f"{float(c):g}")
+    if len(at) == 1:
+        return next(iter(at))
+    return "min of " + ", ".join(f"{name} (at {', '.join(cs)})" for name, cs in at.items())
 
 
 def _attack_metrics(played: Mapping[str, np.ndarray], label: str, summary: PlayedTrials, bound: dict | None,
@@ -587,6 +618,28 @@ def game_stage(cfg: DictConfig, boxes: Boxes, seed, trials: int, cache: StageCac
     return load_arrays(artifact), {"key": artifact.name, "reused": reused}
 
 
+def unusable_warning(attacks: Mapping[str, Mapping], n_targets: int, trials: int) -> tuple[int | None, str | None]:
+    """(how many canary guesses had no usable likelihood, summed over the trials, or None if the attack does not
+    say; a warning sentence when there were any). The Model Attack counts a canary whose log-probabilities are
+    NaN or infinite (a training that diverged) and guesses the prior for it (observed.unusable_canaries), so
+    such a run would otherwise look like an attack that merely equals the prior."""
+    counts = [np.asarray((a.get("observed") or {}).get("unusable_canaries"), dtype=float)
+              for a in attacks.values() if (a.get("observed") or {}).get("unusable_canaries") is not None]
+    if not counts:
+        return None, None
+    per_trial = np.nan_to_num(max(counts, key=lambda c: float(np.nansum(c))), nan=0.0).reshape(-1)
+    total = int(per_trial.sum())
+    if total == 0:
+        return 0, None
+    hit = int(np.count_nonzero(per_trial))
+    everywhere = total >= n_targets * trials
+    what = ("every canary in every trial" if everywhere else
+            f"{total} canaries (of {n_targets} x {trials} trials, in {hit} trial{'s' * (hit != 1)})")
+    return total, (f"{what} had no usable likelihood (NaN or infinite log-probabilities: the training diverged), "
+                   f"so the attack guessed the prior there and its success is the prior's, not the model's; lower "
+                   f"mechanism.learning_rate (or mechanism.clip_norm) and run again.")
+
+
 def game_metrics(boxes: Boxes, played: Mapping[str, np.ndarray], confidences: np.ndarray, *, trials: int, seed,
                  files: Mapping | None = None, stage: Mapping | None = None) -> dict:
     """metrics.json of one game from its played trials: the attack and every variant scored against the
@@ -609,6 +662,10 @@ def game_metrics(boxes: Boxes, played: Mapping[str, np.ndarray], confidences: np
                  theorem["reason"])
     elif not privacy["private"]:
         log.info("not private: %s; no epsilon, no bound", privacy["reason"])
+    unusable, warning = unusable_warning(attacks, int(played["n_targets"]), int(trials))
+    warnings = [warning] if warning else []
+    for line in warnings:
+        log.warning(line)
     prior_successes = played["prior_successes"]
     release = {name[len("release__"):]: plain(v) for name, v in played.items() if name.startswith("release__")}
     metrics = {
@@ -640,6 +697,10 @@ def game_metrics(boxes: Boxes, played: Mapping[str, np.ndarray], confidences: np
         # successes, its bound and exceedance at every confidence.
         "attacks": attacks,
         "privacy": privacy,
+        # Canary guesses without a usable likelihood, summed over the trials (a diverged DP-SGD training: the attack
+        # guessed the prior there); None when the attack does not report them. `warnings` says what went wrong.
+        "unusable_canaries": unusable,
+        "warnings": warnings,
         # Every box's parameters as built (a fitted Zipf exponent, a comparator's name, ...).
         "params": boxes.params(),
         "data_files": dict(files or {}),
@@ -735,6 +796,10 @@ def plot_successes(metrics: dict, path: str | os.PathLike) -> None:
     if metrics.get("bound") is None:
         ax.text(0.5, 0.97, "not private: no privacy guarantee, no bound", transform=ax.transAxes, ha="center",
                 va="top", fontsize=8, color="firebrick")
+    if metrics.get("unusable_canaries"):  # a diverged training: say so on the figure, not only in metrics.json
+        ax.text(0.5, 0.89, f"WARNING: {metrics['unusable_canaries']} canary guesses had no usable likelihood (training "
+                           f"diverged):\nthe attack guessed the prior for them", transform=ax.transAxes, ha="center",
+                va="top", fontsize=7, color="firebrick")
     ax.set_xlabel(f"targets attacked (of {metrics['n_targets']})")
     ax.set_ylabel("trials")
     import textwrap
@@ -818,9 +883,11 @@ def run_game(cfg: DictConfig, output_dir: str | os.PathLike, cache: StageCache |
 
             logger.log_table(metrics["experiment"]["name"], table_columns(metrics["table"]), metrics["table"])
     bound_text = f"bound {bound_label(metrics)} {metrics['bound']}" if metrics["bound"] is not None else "no bound"
-    log.info("attack %.2f, %s %.2f, %s (of %d targets, %d trials, %s)",
+    log.info("attack %.2f, %s %.2f, %s (of %d targets, %d trials, %s)%s",
              metrics["attack_success_mean"], baseline_label(metrics), metrics["prior_success_mean"],
-             bound_text, metrics["n_targets"], metrics["trials"], privacy_label(metrics))
+             bound_text, metrics["n_targets"], metrics["trials"], privacy_label(metrics),
+             f"; WARNING: {metrics['unusable_canaries']} canary guesses had no usable likelihood (see above)"
+             if metrics.get("unusable_canaries") else "")
     return metrics
 
 

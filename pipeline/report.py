@@ -5,8 +5,17 @@ One row per job: the job's overrides, epsilon, the attack's and the prior baseli
 successes against epsilon, one panel per combination of the other swept options, and states what
 the bound lines mean and the settings shared by the panels (delta, trials, metric, k, comparator).
 
+The panels and the legend come from the sweep's configuration only: a panel per combination of the swept
+config keys other than epsilon, a line per attack variant the game scored (metrics.json "attacks"), and the
+jobs without a privacy guarantee (epsilon = inf, DP-SGD without clipping) as "not private" points at the
+right end of the epsilon axis, without a bound.
+
 A sweep whose jobs did not all write metrics.json (still running, failed, killed, never started) is
-named job by job and the report exits 1 without writing anything, unless --allow-missing is given.
+named job by job and the report exits 1 without writing anything, unless --allow-missing is given. What the
+report cannot read is one sentence naming the folder or file and what to do, exit 2, never a traceback: a
+folder that holds no sweep (e.g. outputs/runs), a sweep folder whose job folders are not the jobs its
+jobs.yaml lists (two sweeps mixed in one folder; see pipeline.sweeper.check_sweep_folder), a metrics.json
+that is not a job's metrics (cut off, not JSON, not an object, keys missing).
 """
 from __future__ import annotations
 
@@ -23,10 +32,54 @@ import numpy as np
 
 from pipeline.io import bound_column, confidence_of_column, exceed_column, save_figure_atomic
 
-__all__ = ["collect", "write_csv", "plot", "report_figure", "main", "missing_jobs", "MISSING_JOBS"]
+__all__ = ["collect", "write_csv", "plot", "report_figure", "main", "missing_jobs", "MISSING_JOBS", "UNREADABLE",
+           "ReportError", "read_metrics", "config_columns", "swept_columns", "variant_labels", "mixed_jobs",
+           "check_folder", "RESULT_COLUMNS"]
 
 #: Exit status when jobs of the sweep have no metrics.json (and --allow-missing was not given).
 MISSING_JOBS = 1
+#: Exit status when the folder or a file in it cannot be reported (ReportError: one sentence).
+UNREADABLE = 2
+
+#: The columns a row computes from the job's metrics.json (_job_row), besides the bound_<c> / exceed_<c> columns
+#: and each attack variant's <label>_success_mean / <label>_exceed_<c>. Every other column is a key of the job's
+#: overrides (the boxes' options prior, mechanism, attack, metric, bound and trials included): the configuration.
+RESULT_COLUMNS = frozenset({
+    "job", "private", "epsilon", "epsilon_at_delta", "delta", "n_targets", "k", "comparator", "attack_success_mean",
+    "prior_success_mean", "bound_theorem", "bound_summary", "attack_label", "variants"})
+
+
+class ReportError(ValueError):
+    """A folder or file the report cannot read; the message is one sentence naming it and what to do."""
+
+
+def _redo(metrics_path: Path) -> str:
+    """What to do about a job's unreadable metrics.json (the end of a ReportError's sentence)."""
+    sweep = next((p for p in Path(metrics_path).parents if any((p / name).is_file() for name in _SWEEP_FILES)), None)
+    where = f"hydra.sweep.dir={sweep}" if sweep is not None else "hydra.sweep.dir=<its sweep folder>"
+    return (f"remove that file, then run the sweep's command again with {where} to redo that job, or pass "
+            f"--allow-missing to report the other jobs.")
+
+
+def read_metrics(path: str | os.PathLike) -> dict[str, Any]:
+    """A job's metrics.json as a dict, or ReportError naming the file (cut off, not JSON, not a JSON object)."""
+    path = Path(path)
+    fix = _redo(path)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise ReportError(f"{path} cannot be read ({why}); {fix}") from None
+    try:
+        metrics = json.loads(text)
+    except json.JSONDecodeError as exc:
+        what = "is empty" if not text.strip() else f"is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}"
+        what += "" if not text.strip() else "; cut off while it was written, or edited?)"
+        raise ReportError(f"{path} {what}: {fix}") from None
+    if not isinstance(metrics, dict):
+        raise ReportError(f"{path} holds a JSON {type(metrics).__name__ if metrics is not None else 'null'}, not a "
+                          f"job's metrics (a JSON object): {fix}")
+    return metrics
 
 _EPSILON_KEYS = ("mechanism.epsilon", "mechanism.mu")
 
@@ -38,19 +91,44 @@ def _read_yaml(path: Path) -> Any:
 
 
 def _job_row(metrics_path: Path, root: Path) -> dict[str, Any]:
+    """One row of the report: the job's overrides (its configuration) and what its metrics.json says; a
+    metrics.json that is not a game job's is a ReportError naming the file."""
+    metrics = read_metrics(metrics_path)
+    try:
+        return _row(metrics_path, root, metrics)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        what = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
+        raise ReportError(f"{metrics_path} is not a game job's metrics.json ({what}); {_redo(metrics_path)}") from None
+
+
+def _overrides(job: Path) -> list[str]:
+    try:
+        overrides = _read_yaml(job / ".hydra" / "overrides.yaml") or []
+    except Exception:  # noqa: BLE001 - an unreadable overrides.yaml: the row has no configuration columns
+        return []
+    return [str(o) for o in overrides] if isinstance(overrides, list) else []
+
+
+def _row(metrics_path: Path, root: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     job = metrics_path.parent
-    metrics = json.loads(metrics_path.read_text())
-    overrides = _read_yaml(job / ".hydra" / "overrides.yaml") or []
-    config = _read_yaml(job / ".hydra" / "config.yaml") or {}
+    overrides = _overrides(job)
+    try:
+        config = _read_yaml(job / ".hydra" / "config.yaml") or {}
+    except Exception:  # noqa: BLE001 - an unreadable config.yaml: epsilon comes from metrics.json
+        config = {}
     mechanism_epsilon = (config.get("mechanism") or {}).get("epsilon")
     privacy = metrics.get("privacy", {})
     private = bool(privacy.get("private", True))
     theorem = metrics.get("bound_theorem")
     theorem = (theorem.get("theorem") if isinstance(theorem, dict) else theorem) or ""
     row: dict[str, Any] = {"job": str(job.relative_to(root)) if job != root else "."}
+    # A deletion (~key, which the sweeper adds when a figure's point switches a box) is no value of the job's:
+    # neither it nor the key='' before it (Hydra deletes only a set key) is a column.
+    deleted = {str(o)[1:].partition("=")[0] for o in overrides if str(o).startswith("~")}
     for override in overrides:
         key, _, value = str(override).partition("=")
-        row[key.lstrip("+~")] = value
+        if not key.startswith("~") and key.lstrip("+") not in deleted:
+            row[key.lstrip("+")] = value
     row.update({
         "prior": metrics["boxes"]["prior"],
         "mechanism": metrics["boxes"]["mechanism"],
@@ -84,12 +162,13 @@ def _job_row(metrics_path: Path, root: Path) -> dict[str, Any]:
         count = bound.get(repr(float(confidence)))
         row[bound_column(confidence)] = (count if not isinstance(count, list) else float(np.mean(count))) if private else None
     # A per-trial law (prior=baynet) bounds each trial on its own records: the bound columns are means over trials.
-    row["bound_summary"] = "mean of one count per trial" if per_trial else "one count"
+    row["bound_summary"] = ("mean of one count per trial" if per_trial else "one count") if private else "no bound (not private)"
     for confidence in confidences:
         row[exceed_column(confidence)] = exceed.get(repr(float(confidence))) if private else None
     # Every variant the game scored on the same releases (metrics.json "attacks"): its success and exceedance.
     attacks = metrics.get("attacks") or {}
     row["attack_label"] = metrics.get("attack_label", "")
+    row["variants"] = ",".join(str(label) for label in list(attacks)[1:])
     for label, attack in list(attacks.items())[1:]:
         row[f"{label}_success_mean"] = attack.get("success_mean")
         for confidence in confidences:
@@ -99,8 +178,74 @@ def _job_row(metrics_path: Path, root: Path) -> dict[str, Any]:
 
 
 def _job_paths(root: Path) -> list[Path]:
-    return sorted((p for p in root.rglob("metrics.json") if ".submitit" not in p.parts),
-                  key=lambda p: [int(s) if s.isdigit() else s for s in p.parent.relative_to(root).parts])
+    # job folders in number order (2 before 10); a name that is not a number after the numbers
+    return sorted((p for p in root.rglob("metrics.json") if ".submitit" not in p.relative_to(root).parts),
+                  key=lambda p: [(0, int(s), "") if s.isdigit() else (1, 0, s) for s in p.parent.relative_to(root).parts])
+
+
+_SWEEP_FILES = ("jobs.yaml", "multirun.yaml")  # what every -m sweep writes into its folder
+
+
+def _sweep_folders(root: Path) -> list[Path]:
+    """The sweep folders at or under root: those holding a jobs.yaml or a multirun.yaml."""
+    found = {p.parent for name in _SWEEP_FILES for p in root.rglob(name) if ".submitit" not in p.relative_to(root).parts}
+    return sorted(found)
+
+
+def check_folder(multirun_dir: str | os.PathLike) -> None:
+    """ReportError unless the folder holds sweeps (a -m sweep's folder, or a folder holding several) whose job
+    folders are the jobs each sweep's jobs.yaml lists, and every metrics.json under it is a job of one of them."""
+    root = Path(multirun_dir)
+    sweeps = _sweep_folders(root)
+    paths = _job_paths(root)
+    if not sweeps:
+        if not paths:
+            raise ReportError(f"no metrics.json under {root}: pass the folder a -m sweep printed (sweep folder: ...) "
+                              f"once its jobs have finished.")
+        what = ("is the folder of a single run (its metrics.json and figures/ are its report)"
+                if (root / "metrics.json").is_file() else
+                f"holds {len(paths)} metrics.json of single runs, e.g. {paths[0].relative_to(root)}, and no sweep")
+        raise ReportError(f"{root} {what}: it has no jobs.yaml or multirun.yaml, which every -m sweep writes into its "
+                          f"folder; pass the folder a -m sweep printed (sweep folder: outputs/multirun/<date>/<time>-"
+                          f"<suffix>), or a folder that holds sweeps only.")
+    outside = [p for p in paths if not any(s == p.parent or s in p.parents for s in sweeps)]
+    if outside:
+        raise ReportError(f"{outside[0]} is not a job of a sweep under {root} ({len(outside)} such metrics.json: single "
+                          f"runs beside the sweeps); pass a sweep's folder, or a folder that holds sweeps only.")
+    for sweep in sweeps:
+        mixed = mixed_jobs(sweep)
+        if mixed:
+            raise ReportError(
+                f"{sweep} mixes two sweeps: {mixed[0]}" + (f" ({len(mixed)} job folders differ from its jobs.yaml)"
+                                                             if len(mixed) > 1 else "")
+                + "; a sweep folder holds one sweep, so rerun the sweep into a new folder (a new hydra.sweep.dir, or "
+                  "its default) and report that one.")
+
+
+def mixed_jobs(sweep_dir: str | os.PathLike) -> list[str]:
+    """One line per job folder of a sweep folder that is not the job its jobs.yaml (else multirun.yaml) lists
+    under that number: a job of another sweep run into the same folder. [] when they match, or when the folder
+    lists no jobs."""
+    root = Path(sweep_dir)
+    launched = _launched_jobs(root)
+    if launched is None:
+        return []
+    listed = dict(launched)
+    lines = []
+    from pipeline.sweeper import job_folders
+
+    for folder in job_folders(root):
+        number = str(folder.relative_to(root))
+        if not number.isdigit() or not (folder / ".hydra" / "overrides.yaml").is_file():
+            continue  # not named by its job number (another hydra.sweep.subdir), or no record of what ran there
+        ran = _overrides(folder)
+        if number not in listed:
+            lines.append(f"job folder {number} ({' '.join(ran) or 'the defaults'}) is not a job of its jobs.yaml "
+                         f"({len(listed)} jobs)")
+        elif ran != listed[number]:
+            lines.append(f"job {number} ran {' '.join(ran) or 'the defaults'}, but its jobs.yaml lists "
+                         f"{' '.join(listed[number]) or 'the defaults'} for job {number}")
+    return lines
 
 
 def collect(multirun_dir: str | os.PathLike) -> list[dict[str, Any]]:
@@ -112,6 +257,38 @@ def collect(multirun_dir: str | os.PathLike) -> list[dict[str, Any]]:
     if not paths:
         raise FileNotFoundError(f"no metrics.json under {root}; did the sweep's jobs finish?")
     return [_job_row(p, root) for p in paths]
+
+
+def variant_labels(rows: list[dict[str, Any]]) -> list[str]:
+    """The attack variants scored beside each job's attack (the rows' `variants`), in the order they appear."""
+    labels: list[str] = []
+    for row in rows:
+        labels.extend(v for v in str(row.get("variants") or "").split(",") if v and v not in labels)
+    return labels
+
+
+def _is_result_column(column: str, variants: list[str]) -> bool:
+    if column in RESULT_COLUMNS or confidence_of_column(column) is not None:
+        return True
+    for label in variants:
+        rest = column[len(label) + 1:] if column.startswith(f"{label}_") else None
+        if rest is not None and (rest == "success_mean" or confidence_of_column(rest) is not None):
+            return True
+    return False
+
+
+def config_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """The configuration columns of the rows (the jobs' override keys and the boxes' options), in column order."""
+    variants = variant_labels(rows)
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(k for k in row if k not in columns and not _is_result_column(k, variants))
+    return columns
+
+
+def swept_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """The configuration columns whose value differs between the rows: what the sweep swept."""
+    return [k for k in config_columns(rows) if len({str(r.get(k)) for r in rows}) > 1]
 
 
 def _launched_jobs(root: Path) -> list[tuple[str, list[str]]] | None:
@@ -188,7 +365,7 @@ def write_csv(rows: list[dict[str, Any]], path: str | os.PathLike) -> Path:
 
 
 def _series_key(row: dict[str, Any], varying: list[str]) -> str:
-    return ", ".join(f"{k}={row[k]}" for k in varying) or "all jobs"
+    return ", ".join(f"{k}={row.get(k, '-')}" for k in varying) or "all jobs"
 
 
 def _shared(rows: list[dict[str, Any]], key: str) -> str:
@@ -224,17 +401,34 @@ def _wrap(text: str, width: int) -> str:
     return "\n".join(textwrap.wrap(text, width)) or text
 
 
-def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
-    """Successes vs epsilon: attack, prior baseline and the bound at each confidence, a panel per series.
+def _is_private(row: dict[str, Any]) -> bool:
+    return bool(row.get("private", True)) and row.get("epsilon") is not None
 
-    The panels (one per combination of the swept options other than epsilon) wrap into a grid of at
-    most MAX_COLUMNS a row, each PANEL_SIZE inches; one legend for all panels sits under the grid, so
-    no legend covers a point. Every line has markers, so a panel with one epsilon still shows its points;
-    each panel's y label uses that panel's number of targets; the legend names the theorem behind the
-    bound lines (each panel's title does when the panels differ, e.g. k = 1 and k = 3); a job without a
-    privacy profile (not private) has no epsilon and no bound: its attack is drawn as a horizontal line
-    marked "not private". The figure states delta, trials, metric, k and the comparator, and how to read
-    a bound line. `note` (e.g. which jobs are missing) goes under the figure.
+
+def _attack_label(rows: list[dict[str, Any]]) -> str:
+    labels = sorted({str(r.get("attack_label") or "") for r in rows} - {"", "attack"})
+    return f"attack: {'/'.join(labels)} (mean)" if labels else "attack (mean)"
+
+
+#: How the figure draws the attack, each variant and the prior baseline: (color, marker), in this order.
+_SERIES_STYLES = (("C0", "o"), ("C2", "X"), ("C4", "P"), ("C5", "*"), ("C6", "h"), ("C8", "d"), ("C9", "<"))
+_NOT_PRIVATE = "not private: no epsilon, no bound"
+
+
+def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
+    """Successes vs epsilon: attack, its variants, prior baseline and the bound at each confidence, a panel per
+    combination of the swept config keys.
+
+    The panels (one per combination of the swept configuration keys other than epsilon: `swept_columns`,
+    never a result column) wrap into a grid of at most MAX_COLUMNS a row, each PANEL_SIZE inches; one legend
+    for all panels sits under the grid, so no legend covers a point. Every line has markers, so a panel with
+    one epsilon still shows its points; the attack and every variant it was scored beside (metrics.json
+    "attacks": RAP's plain loss, ...) are lines of their own; each panel's y label uses that panel's number of
+    targets; the legend names the theorem behind the bound lines (each panel's title does when the panels
+    differ, e.g. k = 1 and k = 3). A job without a privacy guarantee (epsilon = inf, DP-SGD without clipping)
+    has no epsilon and no bound: its attack, variants and prior baseline are points at the right end of the
+    epsilon axis, in a shaded band marked "not private". The figure states delta, trials, metric, k and the
+    comparator, and how to read a bound line. `note` (e.g. which jobs are missing) goes under the figure.
     """
     import matplotlib
 
@@ -244,21 +438,17 @@ def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
 
     from pipeline.game import BOUND_READING
 
-    # k and comparator follow from the overrides (attack.k, bound.name), which name the panels.
-    measured = {"job", "epsilon", "epsilon_at_delta", "delta", "n_targets", "trials", "attack_success_mean",
-                "prior_success_mean", "k", "comparator", "private", "bound_theorem"}
-    override_keys = {k for row in rows for k in row
-                     if k not in measured and confidence_of_column(k) is None}
-    varying = sorted(k for k in override_keys
-                     if k not in _EPSILON_KEYS and len({str(r.get(k)) for r in rows}) > 1)
+    facets = [k for k in swept_columns(rows) if k not in _EPSILON_KEYS]
+    variants = variant_labels(rows)
     series: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
-        series.setdefault(_series_key(row, varying), []).append(row)
+        series.setdefault(_series_key(row, facets), []).append(row)
     bound_columns = sorted({k for r in rows for k in r if _is_bound_column(k)}, key=confidence_of_column)
-    theorems = sorted({str(r.get("bound_theorem")) for r in rows if r.get("private", True) and r.get("bound_theorem")})
+    theorems = sorted({str(r.get("bound_theorem")) for r in rows if _is_private(r) and r.get("bound_theorem")})
     one_theorem = theorems[0] if len(theorems) == 1 else None
     same_n = len({r["n_targets"] for r in rows}) == 1
     same_k = len({str(r.get("k")) for r in rows}) == 1
+    any_public = any(not _is_private(r) for r in rows)
     n_rows, n_cols = grid_shape(len(series))
     width, height = PANEL_SIZE
     chars = max(60, int(width * n_cols * 15))
@@ -268,44 +458,72 @@ def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
     header = _wrap(settings, chars)
     footer = _wrap(BOUND_READING, chars) + (f"\n{_wrap(note, chars)}" if note else "")
     header_in = 0.2 + 0.15 * (header.count("\n") + 1)
-    legend_cols = 3 if width * n_cols >= 12 else 2
+    legend_cols = 3 if width * n_cols >= 12 else 2 if width * n_cols >= 8 else 1
     legend_title = _wrap(f"bound lines: {one_theorem}" if one_theorem else
                          "bound lines: the theorem of each panel is in its title", int(width * n_cols * 14))
-    legend_in = 0.3 + 0.17 * (math.ceil((3 + len(bound_columns)) / legend_cols) + legend_title.count("\n") + 1)
+    entries = 2 + len(variants) + len(bound_columns) + int(any_public)
+    legend_in = 0.3 + 0.17 * (math.ceil(entries / legend_cols) + legend_title.count("\n") + 1)
     footer_in = 0.15 + 0.13 * (footer.count("\n") + 1)
     fig_h = n_rows * height + header_in + legend_in + footer_in
     fig, axes = plt.subplots(n_rows, n_cols, figsize=(width * n_cols, fig_h), squeeze=False, sharey=same_n)
     flat = list(axes.ravel())
     handles: dict[str, Any] = {}
+    attack_label = _attack_label(rows)
+    prior_label = f"prior baseline z* (k={_shared(rows, 'k')}, mean)" if same_k else "prior baseline z* (the panel's k, mean)"
+    # (label, column, color, marker) of every success line: the attack, each variant, the prior baseline
+    lines_of = [(attack_label, "attack_success_mean", *_SERIES_STYLES[0])]
+    for i, label in enumerate(variants):
+        color, marker = _SERIES_STYLES[1 + i % (len(_SERIES_STYLES) - 1)]
+        lines_of.append((f"attack variant: {label} (mean)", f"{label}_success_mean", color, marker))
+    lines_of.append((prior_label, "prior_success_mean", "C1", "s"))
     for ax, (label, members) in zip(flat, series.items()):
-        private = sorted((r for r in members if r.get("private", True) and r.get("epsilon") is not None),
-                         key=lambda r: r["epsilon"])
-        public = [r for r in members if r not in private]
-        k = _shared(members, "k")
+        private = sorted((r for r in members if _is_private(r)), key=lambda r: r["epsilon"])
+        public = [r for r in members if not _is_private(r)]
+        eps = [float(r["epsilon"]) for r in private]
+        log_x = bool(eps) and min(eps) > 0 and max(eps) / max(min(eps), 1e-12) > 8
+        # where the not-private jobs go: right of the largest epsilon, a step further on the panel's scale (the x
+        # of their points, the band marking them, where the axis ends on either side)
+        if not eps:
+            public_x, band, limits = 1.0, (0.6, 1.4), (0.5, 1.5)
+        elif log_x:
+            step = max((max(eps) / min(eps)) ** 0.25, 2.0)
+            public_x = max(eps) * step
+            band, limits = (public_x / step**0.4, public_x * step**0.4), (min(eps) / step**0.5, public_x * step**0.5)
+        else:
+            step = max((max(eps) - min(eps)) * 0.3, max(abs(max(eps)), 1.0) * 0.6)
+            public_x = max(eps) + step
+            band, limits = (public_x - 0.4 * step, public_x + 0.4 * step), (min(eps) - 0.5 * step, public_x + 0.5 * step)
+        # the not-private points of the series side by side in their band (equal values stay apart)
+        shifts = [(i - (len(lines_of) - 1) / 2) * 0.6 / len(lines_of) for i in range(len(lines_of))]
+        dodged = [public_x * (band[1] / public_x) ** shift if log_x else public_x + shift * (band[1] - public_x)
+                  for shift in shifts]
+        for i, (name, column, color, marker) in enumerate(lines_of):
+            if private:
+                values = [_number(r.get(column)) for r in private]
+                if any(not math.isnan(v) for v in values):
+                    handles.setdefault(name, ax.plot(eps, values, "-", marker=marker, color=color, label=name)[0])
+            if public:
+                values = [_number(r.get(column)) for r in public]
+                if any(not math.isnan(v) for v in values):
+                    line = ax.plot([dodged[i]] * len(public), values, linestyle="none", marker=marker, color=color,
+                                   label=name)[0]
+                    handles.setdefault(name, line)
         if private:
-            eps = [r["epsilon"] for r in private]
-            lines = [ax.plot(eps, [r["attack_success_mean"] for r in private], "o-", label="attack (mean)")[0],
-                     ax.plot(eps, [r["prior_success_mean"] for r in private], "s-",
-                             label=(f"prior baseline z* (k={k}, mean)" if same_k else
-                                    "prior baseline z* (the panel's k, mean)"))[0]]
             for column, style, marker in zip(bound_columns, (":", "--", "-.", (0, (1, 3))), ("v", "^", "D", "P")):
                 c = f"{confidence_of_column(column):g}"
-                lines.append(ax.plot(eps, [r.get(column, float("nan")) for r in private], linestyle=style, marker=marker,
-                                     color="k", markersize=5,
-                                     label=f"bound @ {c}")[0])
-            for line in lines:
+                line = ax.plot(eps, [_number(r.get(column)) for r in private], linestyle=style, marker=marker,
+                               color="k", markersize=5, label=f"bound @ {c}")[0]
                 handles.setdefault(line.get_label(), line)
-            ax.set_xscale("log" if min(eps) > 0 and max(eps) / max(min(eps), 1e-12) > 8 else "linear")
-            ax.set_xticks(eps, [f"{e:g}" for e in eps], minor=False)
-            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-        for r in public:
-            line = ax.axhline(r["attack_success_mean"], color="firebrick", linestyle="--",
-                              label="attack (mean), not private: no epsilon, no bound")
-            handles.setdefault(line.get_label(), line)
-            ax.annotate("not private: no bound", (0.02, r["attack_success_mean"]), xycoords=("axes fraction", "data"),
-                        fontsize=7, color="firebrick", va="bottom")
-        if not private:
-            ax.set_xticks([])
+        if public:
+            span = ax.axvspan(*band, color="0.88", zorder=0, label=_NOT_PRIVATE)
+            handles.setdefault(_NOT_PRIVATE, span)
+        ax.set_xscale("log" if log_x else "linear")
+        ticks = eps + ([public_x] if public else [])
+        ax.set_xticks(ticks, [f"{e:g}" for e in eps] + (["not\nprivate"] if public else []), minor=False)
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        if public:
+            ax.set_xlim(*limits)
         ax.set_xlabel("epsilon" if private else "(not private: no epsilon)")
         ax.set_ylabel(f"targets attacked (of {_shared(members, 'n_targets')})")
         title = label
@@ -317,11 +535,22 @@ def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
     for ax in flat[len(series):]:
         ax.set_visible(False)
     fig.text(0.5, 1 - 0.1 / fig_h, header, fontsize=8, ha="center", va="top")
+    # the legend in the order of the lines: attack, variants, prior baseline, bounds, the not-private band
+    order = [name for name, *_ in lines_of] + [f"bound @ {confidence_of_column(c):g}" for c in bound_columns] + [_NOT_PRIVATE]
+    handles = {name: handles[name] for name in sorted(handles, key=lambda n: order.index(n) if n in order else len(order))}
     fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=legend_cols, fontsize=7,
                frameon=False, bbox_to_anchor=(0.5, footer_in / fig_h), title=legend_title, title_fontsize=7)
     fig.text(0.01, 0.01, footer, fontsize=6.5, color="0.3", va="bottom")
     fig.tight_layout(rect=(0, (footer_in + legend_in) / fig_h, 1, 1 - header_in / fig_h))
     return fig
+
+
+def _number(value: Any) -> float:
+    """A cell as a float for plotting (nan for an empty or non-numeric cell)."""
+    try:
+        return float(value) if value not in (None, "") else math.nan
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def format_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
@@ -349,8 +578,16 @@ def main(argv: list[str] | None = None) -> int:
 
     root = Path(args.multirun_dir)
     if not root.is_dir():
-        print(f"error: multirun directory {root} does not exist; pass the folder a -m sweep printed.", file=sys.stderr)
-        return 2
+        what = "is a file" if root.exists() else "does not exist"
+        print(f"error: multirun directory {root} {what}; pass the folder a -m sweep printed.", file=sys.stderr)
+        return UNREADABLE
+    try:
+        check_folder(root)  # a folder of sweeps, one sweep per sweep folder
+        for path in _job_paths(root):
+            read_metrics(path)  # each one a job's metrics (a JSON object)
+    except ReportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return UNREADABLE
     missing = missing_jobs(root)
     if missing:
         launched = _launched_jobs(root)
@@ -366,25 +603,50 @@ def main(argv: list[str] | None = None) -> int:
 
     if experiments.has_experiment_jobs(root):
         # An experiment's sweep: its own table (the issue's columns) and figure, under the sweep folder.
-        table, figure, experiment_rows = experiments.write_report(root)
+        try:
+            table, figure, experiment_rows = experiments.write_report(root)
+        except (ValueError, FileNotFoundError) as exc:  # e.g. jobs of several experiments: one sentence of its own
+            print(f"error: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
+            return UNREADABLE
         print(format_table(experiment_rows, experiments.table_columns(experiment_rows)))
         print(f"\nwrote {table} and {figure}")
-        if not all("boxes" in json.loads(p.read_text()) for p in _job_paths(root)):
+        if not all("boxes" in read_metrics(p) for p in _job_paths(root)):
             return 0  # analytic experiments have no games to aggregate
     try:
         rows = collect(root)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, ReportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return UNREADABLE
     out = Path(args.out or root)
     out.mkdir(parents=True, exist_ok=True)
     table = write_csv(rows, out / "report.csv")
     figure = plot(rows, out / "figures" / "report.png", note=note[:300])
-    bounds = [k for k in rows[0] if _is_bound_column(k)]
-    print(format_table(rows, ["job", "prior", "mechanism", "epsilon", "k", "bound", "bound_theorem",
-                              "attack_success_mean", "prior_success_mean", *bounds]))
+    print(format_table(_table_rows(rows), table_columns(rows)))
     print(f"\nwrote {table} and {figure}")
     return 0
+
+
+def table_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """The console table's columns: the job, what the sweep swept (besides epsilon, which has its column), the
+    boxes, epsilon, k, the bound and its theorem, the attack's, each variant's and the prior baseline's mean
+    successes, and the bound at each confidence."""
+    fixed = ["prior", "mechanism", "epsilon", "k", "bound", "bound_theorem"]
+    swept = [k for k in swept_columns(rows) if k not in _EPSILON_KEYS and k not in fixed]
+    variants = [f"{label}_success_mean" for label in variant_labels(rows)]
+    bounds = sorted({k for r in rows for k in r if _is_bound_column(k)}, key=confidence_of_column)
+    return ["job", *swept, *fixed, "attack_success_mean", *variants, "prior_success_mean", *bounds]
+
+
+def _table_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows as the console table shows them: a job without a privacy guarantee says so in its epsilon cell,
+    and an empty cell is '-'."""
+    shown = []
+    for row in rows:
+        row = {k: ("-" if v is None or v == "" else v) for k, v in row.items()}
+        if not _is_private({**row, "epsilon": None if row.get("epsilon") == "-" else row.get("epsilon")}):
+            row["epsilon"] = "not private"
+        shown.append(row)
+    return shown
 
 
 if __name__ == "__main__":

@@ -17,6 +17,10 @@ game. A combination without a figure is one job, as with the basic sweeper.
 * Jobs with the same overrides are launched once (Figure llm's idealized game is the same for every
   DP-SGD hyperparameter setting of a (prior, epsilon)).
 
+A sweep folder holds one sweep (check_sweep_folder): a sweep whose `hydra.sweep.dir` already holds job folders is
+refused before anything is written or run, unless the folder's jobs.yaml lists exactly its jobs (the same sweep run
+again, to finish its missing jobs).
+
 Every job's `.hydra/overrides.yaml` holds its whole override list, so `python -m pipeline <those overrides>`
 replays any one point. conf/config.yaml selects this sweeper (`hydra/sweeper: points`); it takes the basic
 sweeper's settings (`max_batch_size`, `params`).
@@ -155,6 +159,64 @@ def sweep_jobs(compose: Callable[[list[str]], DictConfig], combinations: Sequenc
     return jobs
 
 
+def listed_jobs(sweep_dir: str | os.PathLike) -> list[list[str]] | None:
+    """The job list a sweep wrote into its folder (JOBS_FILE), or None when there is none (or it is unreadable)."""
+    path = Path(sweep_dir) / JOBS_FILE
+    if not path.is_file():
+        return None
+    try:
+        listed = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+    if not isinstance(listed, list) or not all(isinstance(job, list) for job in listed):
+        return None
+    return [[str(o) for o in job] for job in listed]
+
+
+def job_folders(sweep_dir: str | os.PathLike) -> list[Path]:
+    """The job folders in a sweep folder: its sub- and sub-subfolders holding a job's .hydra/ or metrics.json
+    (the default hydra.sweep.subdir is the job number; submitit's own .submitit/ is not a job)."""
+    root = Path(sweep_dir)
+    if not root.is_dir():
+        return []
+    found = set()
+    for pattern in ("*/.hydra", "*/metrics.json", "*/*/.hydra", "*/*/metrics.json"):
+        found.update(p.parent for p in root.glob(pattern) if ".submitit" not in p.relative_to(root).parts)
+    return sorted(found)
+
+
+def check_sweep_folder(sweep_dir: str | os.PathLike, jobs: Sequence[Sequence[str]]) -> None:
+    """The rule for a reused sweep folder (README, "Sweeping"): a folder holds one sweep.
+
+    A -m sweep whose folder (hydra.sweep.dir) already holds a job folder is refused, before anything is
+    written or run, unless the folder's jobs.yaml lists exactly this sweep's jobs: that is the same sweep run
+    again, whose jobs that have no metrics.json run (the finished ones are refused as before, each job folder
+    holding its own metrics.json). A folder without job folders (new, empty, or left by a sweep refused before
+    its first job) is free to use.
+    """
+    folders = job_folders(sweep_dir)
+    if not folders:
+        return
+    listed = listed_jobs(sweep_dir)
+    if listed == [list(job) for job in jobs]:
+        return
+    from pipeline.game import ConfigError
+
+    root = Path(sweep_dir)
+    if listed is None:
+        held = f"{len(folders)} job folder(s) of a sweep without a {JOBS_FILE} (e.g. {folders[0].relative_to(root)})"
+    else:
+        first = next((i for i, (a, b) in enumerate(zip(listed, jobs)) if list(a) != list(b)), min(len(listed), len(jobs)))
+        theirs = " ".join(listed[first]) if first < len(listed) else "nothing"
+        held = (f"{len(folders)} job folder(s) of another sweep, whose {JOBS_FILE} lists {len(listed)} jobs against this "
+                f"sweep's {len(jobs)} (job {first}: {theirs or 'the defaults'} there, "
+                f"{' '.join(jobs[first]) if first < len(jobs) else 'nothing'} here)")
+    raise ConfigError(
+        f"hydra.sweep.dir {root} already holds {held}, and a sweep folder holds one sweep; point hydra.sweep.dir at "
+        f"a new folder (or leave it at its default), or run exactly that sweep's command again to finish its "
+        f"missing jobs.")
+
+
 class PointsSweeper(BasicSweeper):
     """BasicSweeper whose combinations expand into their figure's points (module docstring)."""
 
@@ -182,6 +244,7 @@ class PointsSweeper(BasicSweeper):
         # the sweep's job list, for the report (pipeline.report.missing_jobs names the jobs that never ran)
         assert self.config is not None
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        check_sweep_folder(sweep_dir, jobs)  # one sweep per folder: refused before anything is written or run
         sweep_dir.mkdir(parents=True, exist_ok=True)
         tmp = sweep_dir / f".{JOBS_FILE}.tmp"
         tmp.write_text(yaml.safe_dump([list(job) for job in jobs], width=1000))
@@ -204,4 +267,5 @@ def register_with_hydra() -> None:
 
 register_with_hydra()
 
-__all__ = ["PointsSweeper", "figure_jobs", "sweep_jobs", "group_deletions", "override_value", "point_overrides", "register_with_hydra"]
+__all__ = ["PointsSweeper", "figure_jobs", "sweep_jobs", "group_deletions", "override_value", "point_overrides", "register_with_hydra",
+           "check_sweep_folder", "listed_jobs", "job_folders"]

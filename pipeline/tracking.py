@@ -189,12 +189,4 @@ class SweepFolder(_Callback):
         print(f"sweep folder: {folder}\nreport: python -m pipeline.report {folder}", flush=True)
 
 
-# ---------------------------------------------------------------------------------------------
-# Reading an offline run back. W&B stores a run as run-<id>.wandb: a 7-byte header (":W&B", a
-# 2-byte magic, a version byte) then LevelDB-log-style 32 KiB blocks of records, each with a
-# 7-byte header (crc32, length, type: 1 full, 2 first, 3 middle, 4 last) and a protobuf Record.
-# wandb 0.31 no longer ships a reader, so here is a small one for tests and for users who want
-# their numbers without syncing.
-
-
-
+# Reading an offline run back without syncing: tests/wandb_offline.py (read_offline_run), a test helper.

@@ -77,7 +77,11 @@ class Prior(Protocol):
 
 @runtime_checkable
 class Mechanism(Protocol):
-    """The mechanism box: releases a = M(X); its privacy profile (None: no privacy guarantee) feeds the bound."""
+    """The mechanism box: releases a = M(X); its privacy profile (None: no privacy guarantee) feeds the bound.
+
+    Whether there is a guarantee is decided by one rule for every mechanism, stages.mechanism.judge_privacy:
+    no noise, an infinite epsilon or one above MAX_PRIVATE_EPSILON is not private (profile None, and
+    ``privacy()`` says why)."""
 
     name: str
     needs_prior: tuple

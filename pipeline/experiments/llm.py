@@ -15,7 +15,8 @@
   *on the selection half* of the trials (trials 0, 2, 4, ...) and reports that setting's success on the
   other half (`heldout_*`), so the choice does not use the secrets it is scored on; with one trial per
   job there is no other half, and the figure says the number is biased upward. A run without a privacy
-  profile (clipping=none) has no epsilon, no bound and no idealized Gaussian: it is drawn as "not private".
+  profile (clipping=none, epsilon = inf, or a vacuous epsilon: stages.mechanism.judge_privacy) has no epsilon, no bound
+  and no idealized Gaussian: it is drawn as "not private".
 * `PIILaw`: the PII prior's law over candidates (max, median, 10th percentile of the normalised
   scores) and its rows for Figures novel_bounds and eps_protect: the advantage bound over epsilon
   for those three canaries and eps_protect of the most probable one (paper: 2.37).
@@ -59,6 +60,16 @@ def _dpsgd_epsilon(cfg: DictConfig) -> float | None:
     if not mechanism.private:
         return None
     return float(mechanism.epsilon if mechanism.epsilon is not None else mechanism.profile.epsilon(mechanism.delta))
+
+
+#: What each model= option is, for the figure's note (the rows hold the model's name only): `config` is no trained
+#: model at all but random weights in a real model's shapes (stages/model/from_config.py).
+MODEL_LABELS = {
+    "config": "randomly initialised (model=config: real shapes, no pretrained weights)",
+    "smollm2": "SmolLM2-135M-Instruct (4-bit Q4_1 GGUF weights, dequantised)",
+    "tiny": "tiny (a small randomly initialised test model)",
+    "hub": "pretrained from the Hugging Face hub (model=gpt2)",
+}
 
 
 class LLMCanaries(Figure):
@@ -277,12 +288,13 @@ class LLMCanaries(Figure):
                 notes.update(f"delta = {f(r.get('delta')):g}" for r in members)
             for r in public:
                 ax.axhline(f(r.get("attack_mean")), color="firebrick", linestyle="--",
-                           label="Model Attack, not private (clipping=none): no epsilon, no bound")
+                           label="Model Attack, not private (clipping=none, no noise or a vacuous epsilon): no bound")
             deltas = sorted({f"{f(r.get('delta')):g}" for r in members})
             panel(ax, f"epsilon (delta = {'/'.join(deltas) or '-'})", f"{prior_name} prior",
                   log_x=len(eps) > 1 and max(eps) / min(eps) > 8)
             ax.set_ylim(bottom=0)  # a t-interval of few trials can reach below 0 successes
-        models = sorted({f"{r.get('model')} ({r.get('trainable')})" for r in best if r.get("model")})
+        models = sorted({f"{MODEL_LABELS.get(str(r.get('model')), r.get('model'))}, trainable {r.get('trainable')}"
+                         for r in best if r.get("model")})
         trials = sorted({str(r.get("trials")) for r in best})
         notes.update([f"model {', '.join(models)}" if models else "", f"trials per job {'/'.join(trials)}",
                       "numbers under the attack: fraction of trials above the bound @ 0.05/0.5/0.95"])

@@ -969,7 +969,7 @@ def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: 
     else:
         run = _OneRun(profile, g, set_valued)
         by[SPLIT_THEOREM] = np.array((_count_fast if g.n >= _FAST_FROM else _count_exact)(run, targets), dtype=int)
-    if dists is not None:
+    if dists is not None and not dists.uniform:
         by[whole_prior.WHOLE_PRIOR_THEOREM] = np.array(_whole_prior_counts(profile, dists, targets), dtype=int)
     out = np.min(np.stack(list(by.values())), axis=0)
     shape = lambda a: int(a[0]) if conf.ndim == 0 else np.asarray(a).reshape(conf.shape)
@@ -992,8 +992,10 @@ PURE_THEOREM = "Theorem 3.1 (eps-DP, the posterior argument)"
 # Theorem 3: the whole prior (stages/bound/THEORY.md, section 8; whole_prior.py computes phi)
 # --------------------------------------------------------------------------------------------
 #: Points of the coarse grid of the threshold parameter t (q_i = expit(t + logit p_i)) and the lowest t.
-_WP_GRID = 24
+_WP_GRID = 48
 _WP_T_LOW = -8.0
+#: Points of the node grid at which phi is solved (the chords between them bound phi everywhere else).
+_WP_NODES = 8
 #: Refinement rounds around the best grid point (each halves the step, 4 points a side).
 _WP_REFINE = 4
 
@@ -1085,8 +1087,8 @@ class _WholePriorRun:
                 lo = mid
         return hi
 
-    def grid(self) -> np.ndarray:
-        """-inf and _WP_GRID points from _WP_T_LOW to where delta(t) stops mattering."""
+    def grid(self, points: int = _WP_GRID) -> np.ndarray:
+        """-inf and ``points`` points from _WP_T_LOW to where delta(t) stops mattering."""
         pure = pure_epsilon_of(self.profile)
         if pure is not None:
             top = pure
@@ -1096,13 +1098,22 @@ class _WholePriorRun:
             except (ValueError, OverflowError):
                 top = math.inf
             top = min(top, self.profile.max_useful_epsilon, 60.0) if np.isfinite(top) else 60.0
-        return np.concatenate([[-math.inf], np.linspace(_WP_T_LOW, max(top, 1.0), _WP_GRID)])
+        return np.concatenate([[-math.inf], np.linspace(_WP_T_LOW, max(top, 1.0), points)])
+
+    def solve_nodes(self) -> None:
+        """Solve every target's phi at the thresholds of the node grid (the chords' end points)."""
+        for t in self.grid(_WP_NODES):
+            q = whole_prior.thresholds(t, self.p)
+            for shape, qq in zip(self.dists.shapes, q):
+                whole_prior.excess_curve(self.profile, shape)(qq, fine=False)
 
     def minimise(self, score) -> float:
-        """The t minimising ``score(t, exact)`` (a bound, or a count) on the grid (every phi solved there),
-        refined around the best point on the chords between solved points (no new LP)."""
+        """The t minimising ``score(t, exact)`` (a bound, or a count) on a grid, refined, with phi read from the
+        solved nodes (chords and Lagrangian dual bounds, ``ExcessCurve.upper``: no new LP); the caller evaluates
+        the t found with phi solved there (never above what the search saw)."""
+        self.solve_nodes()
         grid = self.grid()
-        values = [score(t, True) for t in grid]
+        values = [score(t, False) for t in grid]
         best = int(np.argmin(values))
         t_best, v_best = float(grid[best]), values[best]
         if not np.isfinite(t_best):
@@ -1114,14 +1125,6 @@ class _WholePriorRun:
                 v = score(t, False)
                 if v < v_best:
                     t_best, v_best = float(t), v
-        # polish with phi solved exactly (<= the chords) at the best point and its nearest neighbours
-        v_best = score(t_best, True)
-        for _ in range(2):
-            for t in t_best + step * np.array([-2, -1, 1, 2]):
-                v = score(t, True)
-                if v < v_best:
-                    t_best, v_best = float(t), v
-            step /= 2
         return t_best
 
 

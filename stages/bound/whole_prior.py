@@ -73,8 +73,10 @@ _CUT_TOL = 1e-11
 #: distinct probabilities.
 _POLISH_ROUNDS = 3
 _POLISH_GROUPS = 16
+#: Added to every Lagrangian dual value: covers the breakpoints' rounding (a few ulps of P).
+_DUAL_SLACK = 1e-12
 #: A cut adds the violated line and this many neighbours on each side (on the eps grid).
-_CUT_SPREAD = 2
+_CUT_SPREAD = 4
 #: At most this many eps of the profile's trade-off grid make lines (a thinned grid only loosens the bound).
 _MAX_LINES = 1500
 
@@ -169,11 +171,12 @@ class Distributions:
         if isinstance(rows, np.ndarray) and rows.ndim == 2:
             if rows.shape[0] == 0:
                 raise ValueError(f"{name} must hold at least one target's prior, got an array of shape {rows.shape}.")
-            sorted_rows = -np.sort(-_validate.probability(name, rows), axis=1)
-            uniq, inverse = np.unique(sorted_rows, axis=0, return_inverse=True)
-            counts = np.bincount(inverse.ravel(), minlength=len(uniq))
-            shapes = tuple(prior_shape(r, name=f"{name}[{int(np.flatnonzero(inverse.ravel() == g)[0])}]")
-                           for g, r in enumerate(uniq))
+            sorted_rows = np.ascontiguousarray(-np.sort(-_validate.probability(name, rows), axis=1))
+            # one opaque element per row: np.unique on bytes is much faster than on rows (axis=0)
+            keys = sorted_rows.view(np.dtype((np.void, sorted_rows.dtype.itemsize * sorted_rows.shape[1]))).ravel()
+            _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+            counts = np.bincount(inverse.ravel(), minlength=len(first))
+            shapes = tuple(prior_shape(sorted_rows[i], name=f"{name}[{int(i)}]") for i in first)
             return cls(shapes, counts.astype(np.int64))
         try:
             seq = list(rows)
@@ -221,6 +224,15 @@ class Distributions:
         return Distributions(tuple(shapes), np.asarray(counts, dtype=np.int64))
 
     @property
+    def uniform(self) -> bool:
+        """Every target's prior is uniform over its support. ``count_bounds`` then skips Theorem 3 (for speed):
+        on uniform priors its count was never below Theorem 1's (mu-GDP, mu in {0.27, 0.5, 1, 2}, k in {2, 10},
+        n in {10, 100}, confidences 0.05 / 0.5 / 0.95: equal or one above), since for (eps, delta)-DP Lemma 2
+        is the exact one-target excess at beta(eps, p) on a uniform prior. ``tail_bound`` and
+        ``success_bound`` still include it."""
+        return all(s.probs.size == 1 and not s.rounded for s in self.shapes)
+
+    @property
     def p(self) -> np.ndarray:
         """Each group's prior success of one exact a-priori guess, max pi."""
         return np.array([s.p for s in self.shapes])
@@ -259,17 +271,27 @@ class ExcessCurve:
         seed = np.unique(np.linspace(0, len(eps) - 1, _SEED_LINES).astype(int))
         seed = np.concatenate([seed, seed + len(eps)])
         # the lines each group's rows use (a line only matters near the group's own P)
-        self._active = [set(seed.tolist()) for _ in range(shape.probs.size)]
+        self._seed = set(seed.tolist())
+        # the row multipliers of every LP solved (for ``dual``: a valid bound at every q)
+        self._multipliers: list[np.ndarray] = [np.zeros(shape.probs.size)]
+        self._envelope = None
+        self._active = [set(self._seed) for _ in range(shape.probs.size)]
+        self._bound: list[set] = [set() for _ in range(shape.probs.size)]
         self._cache: dict[float, float] = {}
+        self._fine: set[float] = set()
         self._nodes = None
 
-    def __call__(self, q) -> float:
-        """The certified relaxation's value at q (one LP, memoised)."""
+    def __call__(self, q, fine: bool = True) -> float:
+        """The certified relaxation's value at q (one LP, memoised). ``fine=False`` skips the tangent lines at
+        continuous eps (a looser, still valid, value: for the nodes of a search's chords)."""
         q = max(float(q), 0.0)
         if q >= 1.0:
             return 0.0
-        if q not in self._cache:
-            self._cache[q] = self._solve(q)
+        if q not in self._cache or (fine and q not in self._fine):
+            value = self._solve(q, fine)
+            self._cache[q] = min(value, self._cache.get(q, 1.0))
+            if fine:
+                self._fine.add(q)
             self._nodes = None
         return self._cache[q]
 
@@ -290,32 +312,82 @@ class ExcessCurve:
         if i == 0:
             return self(q)
         w = (q - keys[i - 1]) / (keys[i] - keys[i - 1])
-        return float(min(1.0, (1.0 - w) * vals[i - 1] + w * vals[i]))
+        return float(min(1.0, (1.0 - w) * vals[i - 1] + w * vals[i], self.dual(q)))
 
-    def _solve(self, q: float) -> float:
+    def dual(self, q: float) -> float:
+        """The Lagrangian dual bound at q for each stored row multiplier nu >= 0, minimised over them.
+
+        Dualising only the rows P_g - y_g + Y <= 1 (one multiplier nu_g per row of group g, Lambda = sum_g m_g nu_g)
+        leaves D(nu) = Lambda + sum_g m_g psi(a_g - nu_g, b_g + Lambda - nu_g), a_g = (1 - q) pi_g,
+        b_g = q (1 - pi_g), psi(alpha, beta) = max over P in [0, 1], g(P) <= y <= 1 of alpha P - beta y. By weak
+        duality D(nu) >= RP(q) for every nu >= 0 and every q; with the profile's whole line grid in g (its
+        breakpoints, ``_breakpoints``) it bounds the relaxation with every line, so a multiplier from an LP
+        solved at a nearby q gives a certified value at q without a new LP.
+        """
+        P, g = self._breakpoints()
+        pi, m = self.shape.probs, self.shape.mult.astype(float)
+        nu = np.stack(self._multipliers)  # (J, G)
+        lam = nu @ m  # (J,)
+        alpha = (1.0 - q) * pi[None, :] - nu
+        beta = q * (1.0 - pi)[None, :] + lam[:, None] - nu
+        # beta >= 0: y = g(P), a concave piecewise-linear function of P, maximal at a breakpoint
+        inner = np.max(alpha[..., None] * P[None, None, :] - np.maximum(beta, 0.0)[..., None] * g[None, None, :], axis=2)
+        psi = np.where(beta >= 0.0, inner, np.maximum(alpha, 0.0) - beta)  # beta < 0: y = 1
+        values = lam + psi @ m
+        return float(min(1.0, max(0.0, float(np.min(values)) + _DUAL_SLACK)))
+
+    def _breakpoints(self) -> tuple[np.ndarray, np.ndarray]:
+        """(P_k, g(P_k)): 0, 1 and every breakpoint in [0, 1] of g(P) = max(0, max_l s_l P - c_l) over the
+        profile's line grid (the upper envelope of the lines, by slope; g evaluated exactly at each point)."""
+        if self._envelope is None:
+            s_all, c_all = self._all_s[: 2 * len(self._eps)], self._all_c[: 2 * len(self._eps)]
+            s = np.concatenate([[0.0], s_all])
+            c = np.concatenate([[0.0], c_all])
+            order = np.lexsort((c, s))  # by slope, the highest line (smallest c) first among equal slopes
+            s, c = s[order], c[order]
+            keep = np.concatenate([[True], np.diff(s) > 0])
+            s, c = s[keep], c[keep]
+            hull: list[int] = []
+            for j in range(len(s)):  # upper envelope of y = s P - c, slopes increasing
+                while len(hull) >= 2:
+                    i1, i2 = hull[-2], hull[-1]
+                    # i2 is useless if j overtakes i1 no later than i2 does
+                    if (c[j] - c[i1]) * (s[i2] - s[i1]) <= (c[i2] - c[i1]) * (s[j] - s[i1]):
+                        hull.pop()
+                    else:
+                        break
+                hull.append(j)
+            hs, hc = s[hull], c[hull]
+            cross = (hc[1:] - hc[:-1]) / (hs[1:] - hs[:-1])
+            points = np.unique(np.clip(np.concatenate([[0.0, 1.0], cross, np.nextafter(cross, 2.0)]), 0.0, 1.0))
+            values = np.maximum(0.0, np.max(s_all[None, :] * points[:, None] - c_all[None, :], axis=1))
+            self._envelope = (points, np.minimum(values, 1.0))
+        return self._envelope
+
+    def _solve(self, q: float, fine: bool = True) -> float:
         pi, m = self.shape.probs, self.shape.mult.astype(float)
         G = pi.size
         # variables x = (P_1..P_G, y_1..y_G) in [0, 1]; linprog minimises c.x
         c = -np.concatenate([m * (1.0 - q) * pi, -m * q * (1.0 - pi)])
         # rows: P_g - y_g + sum_h m_h y_h <= 1
-        row_block = sparse.csr_matrix(np.hstack([np.eye(G), np.tile(m, (G, 1)) - np.eye(G)]))
+        row_block = np.hstack([np.eye(G), np.tile(m, (G, 1)) - np.eye(G)])
         value = 1.0
-        polish = _POLISH_ROUNDS if G <= _POLISH_GROUPS else 0
+        polish = _POLISH_ROUNDS if (fine and G <= _POLISH_GROUPS) else 0
         for _ in range(_CUT_ROUNDS + polish):
             groups = np.concatenate([np.full(len(a), g) for g, a in enumerate(self._active)])
             lines = np.concatenate([np.fromiter(a, dtype=np.int64) for a in self._active])
             R = lines.size
-            # y_g >= s_l P_g - c_l for the group's lines l:  s_l P_g - y_g <= c_l
-            A_lines = sparse.csr_matrix(
-                (np.stack([self._all_s[lines], -np.ones(R)], axis=1).ravel(),
-                 (np.repeat(np.arange(R), 2), np.stack([groups, G + groups], axis=1).ravel())),
-                shape=(R, 2 * G))
-            A = sparse.vstack([row_block, A_lines]).tocsr()
+            # y_g >= s_l P_g - c_l for the group's lines l:  s_l P_g - y_g <= c_l (dense: the LP is small)
+            A_lines = np.zeros((R, 2 * G))
+            A_lines[np.arange(R), groups] = self._all_s[lines]
+            A_lines[np.arange(R), G + groups] = -1.0
+            A = np.vstack([row_block, A_lines])
             b = np.concatenate([np.ones(G), self._all_c[lines]])
             res = optimize.linprog(c, A_ub=A, b_ub=b, bounds=(0.0, 1.0), method="highs")
             if res.status != 0:  # pragma: no cover - the LP is always feasible (x = 0) and bounded
                 raise RuntimeError(f"the whole-prior LP failed: {res.message}")
             lam = np.maximum(0.0, -np.asarray(res.ineqlin.marginals))
+            rows_nu = lam[:G] / np.maximum(m, 1.0)  # per row of each group
             reduced = c + A.T @ lam
             certified = float(lam @ b - np.sum(np.minimum(0.0, reduced)))  # >= the LP's maximum
             value = min(value, certified)
@@ -339,6 +411,23 @@ class ExcessCurve:
                 added = any([self._tangent(g, float(P[g]), float(y[g]), int(worst[g])) for g in range(G)])
             if not added:
                 break
+        # keep the lines that bind at this solution (and the seeds): the next q starts from a small LP, and
+        # any line it needs comes back as a cut (a subset of the lines is always a valid relaxation)
+        slack = np.asarray(res.ineqlin.residual)[G:]
+        binding = slack <= 1e-9
+        kept = [set(self._seed) | self._bound[g] for g in range(G)]
+        half = len(self._eps)
+        for g, j in zip(groups[binding], lines[binding]):
+            kept[int(g)].add(int(j))
+            if j < 2 * half:  # and its neighbours on the grid: the tangent point moves little with q
+                fam = (j // half) * half
+                kept[int(g)].update(fam + k for k in range(j - fam - _CUT_SPREAD, j - fam + _CUT_SPREAD + 1)
+                                    if 0 <= k < half)
+        # lines that bound at some q stay (the solution's tangent points drift with q; keeping them saves cuts)
+        for g, j in zip(groups[binding], lines[binding]):
+            self._bound[int(g)].add(int(j))
+        self._active = kept
+        self._multipliers.append(rows_nu)
         return float(min(1.0, max(0.0, value)))
 
 

@@ -35,8 +35,10 @@ sigma is larger than what an add/remove accountant (opacus's) asks for: exactly 
 (q = 1, where both profiles are Gaussian DP and mu scales with the sensitivity), less than twice with
 Poisson subsampling (q < 1: 1.29-1.89x measured in the audit of issue 14, since a replaced canary is
 absent from most batches under both neighbouring notions); privacy() records both epsilons.
-`clipping: none` trains without clipping or noise: the run is not private, `profile` is None and
-privacy() says so (the game then reports no epsilon and no bound). The release a has shape (n, m): a[i, j] = log p_model(secret j of canary i | prefix i) over
+`clipping: none` trains without clipping or noise, and epsilon = inf (or noise_multiplier 0) clips without
+noise: such a run is not private, and so is one whose epsilon exceeds MAX_PRIVATE_EPSILON (the one rule,
+stages.mechanism.judge_privacy): `profile` is None and privacy() says why (the game then reports no epsilon
+and no bound). The release a has shape (n, m): a[i, j] = log p_model(secret j of canary i | prefix i) over
 the whole vocabulary.
 """
 from __future__ import annotations
@@ -49,8 +51,7 @@ import numpy as np
 
 from stages.bound import _validate
 from stages.bound.profiles import DPSGD as DPSGDProfile
-from stages.bound.profiles import GaussianDP
-from stages.mechanism import check_records
+from stages.mechanism import check_records, gaussian_mu, judge_privacy
 
 __all__ = ["DPSGDFineTuning", "calibrate_noise_multiplier", "opacus_epsilon", "CLIPPING", "TRAINABLE"]
 
@@ -67,35 +68,70 @@ def calibrate_noise_multiplier(epsilon: float, delta: float, sample_rate: float,
     At sample_rate 1 the profile is mu-GDP with mu = c sqrt(steps) / sigma (c = 2 replace-one, 1
     add/remove), so sigma = c sqrt(steps) / mu(epsilon, delta) in closed form; otherwise a bisection on
     log sigma against the profile's own epsilon(delta) (the PLD accountant). The returned sigma is
-    checked to satisfy the target.
+    checked to satisfy the target. Every loop is bounded: an epsilon so large (about 1e5 and up at full
+    batch) that the accountant cannot certify any sigma for it (its epsilon(delta) overflows), or so
+    small that sigma overflows, is one ValueError naming epsilon, not a search that never ends.
     """
     eps = _validate.positive("epsilon", epsilon)
     d = _validate.delta("delta", delta)
     if d <= 0:
         raise ValueError(f"delta must be in (0, 1) for DP-SGD, got {delta!r}; no finite noise gives delta = 0.")
     steps = _validate.integer("steps", steps, minimum=1)
+    q = float(_validate.probability("sample_rate", sample_rate, open_low=True))
+    tol = _validate.positive("rtol", rtol)
 
     def epsilon_of(sigma: float) -> float:
-        return DPSGDProfile(sigma, sample_rate, steps, neighboring).epsilon(d)
+        return DPSGDProfile(sigma, q, steps, neighboring).epsilon(d)
 
-    if float(sample_rate) >= 1.0:
+    def cannot(why: str, fix: str = "a smaller epsilon (e.g. 1000)") -> ValueError:
+        return ValueError(f"epsilon = {eps:g} cannot be calibrated for DP-SGD at delta = {d:g} over {steps} steps "
+                          f"(sample rate {q:g}): {why}; give {fix}, or the noise directly (noise_multiplier, with "
+                          f"epsilon null).")
+
+    def full_batch_sigma() -> float:
+        """The closed form at sample rate 1 (mu-GDP, mu = c sqrt(steps) / sigma), checked against the profile."""
         c = 2.0 if neighboring == "replace_one" else 1.0
-        sigma = c * math.sqrt(steps) / float(GaussianDP.from_epsilon_delta(eps, d).mu)
-        while epsilon_of(sigma) > eps:  # guard against the last ulp of the closed form
-            sigma *= 1 + 1e-9
-        return sigma
+        try:
+            closed_form = c * math.sqrt(steps) / gaussian_mu(eps, d)
+        except ValueError:  # epsilon and delta are valid: the Gaussian calibration itself over- or underflows
+            raise cannot("the Gaussian calibration " + ("overflows" if eps > 1 else "underflows"),
+                         "a smaller epsilon (e.g. 1000)" if eps > 1 else "a larger epsilon or delta") from None
+        if not (math.isfinite(closed_form) and closed_form > 0):
+            raise cannot(f"the noise multiplier it needs ({closed_form:g}) is not a positive finite number",
+                         "a larger epsilon" if eps < 1 else "another epsilon")
+        # guard against the last ulps of the closed form: a bounded number of growing nudges (the first ones
+        # 1e-9 relative, as before), never an open-ended loop
+        sigma, reached = closed_form, math.inf
+        for nudge in range(_NUDGES):
+            reached = DPSGDProfile(sigma, 1.0, steps, neighboring).epsilon(d)
+            if reached <= eps:
+                return sigma
+            sigma *= 1 + 1e-9 * 2.0**nudge
+        raise cannot(f"the privacy accountant cannot certify the full-batch noise multiplier {closed_form:.3g} it "
+                     f"needs (its epsilon there is {reached:g})")
+
+    if q >= 1.0:
+        return full_batch_sigma()
     # Subsampling only amplifies privacy, so the full-batch sigma meets the target: start below it.
-    hi = calibrate_noise_multiplier(eps, d, 1.0, steps, neighboring)
+    hi = full_batch_sigma()
     lo = hi / 2
-    while epsilon_of(lo) <= eps and lo > 1e-4:
+    while epsilon_of(lo) <= eps and lo > 1e-4:  # halves down to 1e-4: at most log2(hi / 1e-4) steps
         lo, hi = lo / 2, lo
-    while hi / lo > 1 + rtol:
+    for _ in range(_BISECTIONS):  # each step halves log(hi / lo): rtol is reached long before the cap
+        if hi / lo <= 1 + tol:
+            break
         mid = math.sqrt(lo * hi)
         if epsilon_of(mid) <= eps:
             hi = mid
         else:
             lo = mid
     return hi
+
+
+#: Bounds of calibrate_noise_multiplier's loops: nudges of the closed form (1e-9 relative, doubling: up to a
+#: factor ~3 in all) and bisection steps (each halves log(hi / lo); 200 reach any rtol a float can hold).
+_NUDGES = 31
+_BISECTIONS = 200
 
 
 def opacus_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> float | None:
@@ -299,36 +335,63 @@ class DPSGDFineTuning:
             if epsilon is not None:
                 raise ValueError(f"give either epsilon or noise_multiplier, got epsilon={epsilon} and "
                                  f"noise_multiplier={noise_multiplier}; set one of them to null.")
-            self.noise_multiplier = _validate.positive("noise_multiplier", noise_multiplier)
+            self.noise_multiplier = _validate.positive("noise_multiplier", noise_multiplier, allow_zero=True)
             self.epsilon = None
         elif epsilon is not None:
-            self.epsilon = _validate.positive("epsilon", epsilon)
-            self.noise_multiplier = calibrate_noise_multiplier(self.epsilon, self.delta, self.sample_rate, self.steps)
+            self.epsilon = _validate.positive("epsilon", epsilon, allow_inf=True)
+            # epsilon = inf: clipped SGD without noise (noise multiplier 0), not private
+            self.noise_multiplier = (0.0 if math.isinf(self.epsilon) else
+                                     calibrate_noise_multiplier(self.epsilon, self.delta, self.sample_rate, self.steps))
         else:
             raise ValueError("epsilon must be given (or noise_multiplier), got epsilon=None and noise_multiplier=None.")
         self.last_rows: dict[str, np.ndarray] | None = None
+        self._judgement: tuple | None = None  # (settings, profile, reason): _judged's last answer
 
     # -- privacy -------------------------------------------------------------------------------------
     @property
+    def adds_noise(self) -> bool:
+        """Whether training clips and adds noise (False for clipping=none and for noise multiplier 0)."""
+        return self.clipping != "none" and self.noise_multiplier > 0
+
+    def _judged(self) -> tuple[DPSGDProfile | None, str | None]:
+        """The replace-one profile and why it is not private (stages.mechanism.judge_privacy, the one rule),
+        judged once: the epsilon it reads may take the PLD accountant a while."""
+        key = (self.clipping, self.noise_multiplier, self.sample_rate, self.steps, self.delta, self.epsilon)
+        if self._judgement is None or self._judgement[0] != key:
+            if self.clipping == "none":
+                profile, reason = None, NON_PRIVATE_REASON
+            else:
+                noisy = self.noise_multiplier > 0
+                reason = (f"{'epsilon' if self.epsilon is not None else 'noise_multiplier'} = "
+                          f"{'inf' if self.epsilon is not None else 0}: clipped SGD without noise")
+                profile, reason = judge_privacy(
+                    DPSGDProfile(self.noise_multiplier, self.sample_rate, self.steps, "replace_one") if noisy else None,
+                    self.delta, stated_epsilon=self.epsilon, no_profile=reason)
+            self._judgement = (key, profile, reason)
+        return self._judgement[1], self._judgement[2]
+
+    @property
     def private(self) -> bool:
-        """False for clipping=none: plain SGD without clipping or noise has no privacy guarantee."""
-        return self.clipping != "none"
+        """Whether the run has a privacy guarantee (stages.mechanism.judge_privacy): not for clipping=none (plain
+        SGD), no noise (epsilon = inf) or an epsilon above MAX_PRIVATE_EPSILON."""
+        return self._judged()[0] is not None
 
     @property
     def profile(self) -> DPSGDProfile | None:
         """The replace-one DP-SGD profile of the training run (the one the noise was calibrated to); None
-        for clipping=none (no clipping, no noise: a non-private run has no privacy profile)."""
-        if not self.private:
-            return None
-        return DPSGDProfile(self.noise_multiplier, self.sample_rate, self.steps, "replace_one")
+        when the run is not private (clipping=none, no noise, or a vacuous epsilon: judge_privacy)."""
+        return self._judged()[0]
 
     def privacy(self) -> dict:
         """epsilon at delta under replace-one (ours, the bound's) and add/remove (ours and opacus's accountant).
 
-        For clipping=none: {"private": False, ...} with every epsilon None (no noise is added).
+        Not private ({"private": False, "reason": ...}, every epsilon None): clipping=none (no noise is added),
+        no noise, or an epsilon above MAX_PRIVATE_EPSILON (stages.mechanism.judge_privacy).
         """
-        if not self.private:
-            return {"private": False, "reason": NON_PRIVATE_REASON, "noise_multiplier": None,
+        profile, reason = self._judged()
+        if profile is None:
+            return {"private": False, "reason": reason,
+                    "noise_multiplier": self.noise_multiplier if self.adds_noise else None,
                     "sample_rate": self.sample_rate, "steps": self.steps, "delta": None,
                     "epsilon_replace_one": None, "epsilon_add_remove": None, "epsilon_opacus_add_remove": None}
         add_remove = DPSGDProfile(self.noise_multiplier, self.sample_rate, self.steps, "add_remove")
@@ -336,7 +399,7 @@ class DPSGDFineTuning:
             "noise_multiplier": self.noise_multiplier, "sample_rate": self.sample_rate, "steps": self.steps,
             "delta": self.delta,
             "private": True,
-            "epsilon_replace_one": float(self.profile.epsilon(self.delta)),
+            "epsilon_replace_one": float(profile.epsilon(self.delta)),
             "epsilon_add_remove": float(add_remove.epsilon(self.delta)),
             "epsilon_opacus_add_remove": opacus_epsilon(self.noise_multiplier, self.sample_rate, self.steps, self.delta),
         }
@@ -711,8 +774,10 @@ class DPSGDFineTuning:
     def params(self) -> dict:
         return {
             "mechanism": self.name, "model": self.model.params(), "private": self.private,
-            "epsilon": self.epsilon if self.private else None, "delta": self.delta if self.private else None,
-            "noise_multiplier": self.noise_multiplier if self.private else None, "clip_norm": self.clip_norm,
+            # the noise's settings wherever clipped SGD ran (a vacuous epsilon included); None for clipping=none
+            "epsilon": self.epsilon if self.clipping != "none" else None,
+            "delta": self.delta if self.clipping != "none" else None,
+            "noise_multiplier": self.noise_multiplier if self.clipping != "none" else None, "clip_norm": self.clip_norm,
             "learning_rate": self.learning_rate, "epochs": self.epochs, "batch_size": self.batch_size,
             "sample_rate": self.sample_rate, "steps": self.steps, "n_targets": self.n_targets,
             "domain_size": self.domain_size, "clipping": self.clipping, "init_scale": self.init_scale,

@@ -8,7 +8,8 @@ the d columns are unknown. Under replace-one neighbouring a record moves two cel
 L2 sensitivity sqrt(2)/N per table, so the K tables compose to mu-GDP with mu = sqrt(K) sqrt(2)/(N s).
 Given (epsilon, delta) we take mu(epsilon, delta) from GaussianDP.from_epsilon_delta and set
 s = sqrt(K) sqrt(2) / (N mu); the profile for the bound is GaussianDP(mu) whatever K and N are.
-epsilon = inf releases the exact marginals (s = 0); no finite bound applies then (the bound is N).
+epsilon = inf releases the exact marginals (s = 0): not private, no bound (stages.mechanism.judge_privacy, which
+also rules an epsilon above MAX_PRIVATE_EPSILON not private).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import numpy as np
 
 from stages.bound import _validate
 from stages.bound.profiles import GaussianDP
+from stages.mechanism import gaussian_mu, judge_privacy, privacy_record
 
 __all__ = ["NoisyMarginals", "MarginalRelease", "marginal_subsets", "marginal_table"]
 
@@ -99,7 +101,7 @@ class NoisyMarginals:
         if self.delta == 0.0:
             raise ValueError("delta must be in (0, 1) for Gaussian noise, got 0.0; no finite noise gives delta = 0.")
         self.way = _validate.integer("way", way, minimum=1)
-        self.mu = math.inf if math.isinf(self.epsilon) else float(GaussianDP.from_epsilon_delta(self.epsilon, self.delta).mu)
+        self.mu = math.inf if math.isinf(self.epsilon) else gaussian_mu(self.epsilon, self.delta)
         self.domain: tuple[int, ...] | None = None
         self.known: tuple[int, ...] = ()
 
@@ -125,19 +127,21 @@ class NoisyMarginals:
         """epsilon = inf: the marginals go out without noise."""
         return math.isinf(self.mu)
 
+    def _judged(self) -> tuple[GaussianDP | None, str | None]:
+        """The profile and why it is not private (stages.mechanism.judge_privacy, the one rule)."""
+        return judge_privacy(None if self.exact else GaussianDP(self.mu), self.delta, stated_epsilon=self.epsilon,
+                             no_profile="epsilon = inf: the exact marginals have no privacy guarantee (every record "
+                                        "can be reconstructed)")
+
     @property
     def profile(self) -> GaussianDP | None:
-        """GaussianDP(mu(epsilon, delta)); None at epsilon = inf: exact marginals have no privacy guarantee."""
-        if self.exact:
-            return None
-        return GaussianDP(self.mu)
+        """GaussianDP(mu(epsilon, delta)); None when that is no guarantee: epsilon = inf (exact marginals) or
+        above MAX_PRIVATE_EPSILON."""
+        return self._judged()[0]
 
     def privacy(self) -> dict:
-        """Why there is no bound at epsilon = inf (the game's "not private" reason)."""
-        if self.exact:
-            return {"private": False, "reason": "epsilon = inf: the exact marginals have no privacy guarantee (every "
-                                                "record can be reconstructed)"}
-        return {"private": True, "epsilon": self.epsilon, "delta": self.delta, "mu": self.mu}
+        """{"private": True, ...} or why not (the game's "not private" reason; stages.mechanism.judge_privacy)."""
+        return privacy_record(self._judged()[1], epsilon=self.epsilon, delta=self.delta, mu=self.mu)
 
     def n_marginals(self, n_columns: int, n_known: int) -> int:
         """K = C(d, way) - C(d - d', way) with d' = d - n_known unknown columns."""

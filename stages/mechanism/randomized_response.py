@@ -5,7 +5,7 @@ import numpy as np
 
 from stages.bound import _validate
 from stages.bound.profiles import PureDP
-from stages.mechanism import check_records
+from stages.mechanism import check_records, judge_privacy, privacy_record
 
 __all__ = ["RandomizedResponse"]
 
@@ -29,13 +29,19 @@ class RandomizedResponse:
         """Pr[RR(x) = x] = e^eps / (e^eps + m - 1), written to stay finite for eps = inf."""
         return 1.0 / (1.0 + (self.domain_size - 1) * np.exp(-self.epsilon))
 
+    def _judged(self) -> tuple[PureDP | None, str | None]:
+        """The profile and why it is not private (stages.mechanism.judge_privacy, the one rule)."""
+        return judge_privacy(None if np.isinf(self.epsilon) else PureDP(self.epsilon),
+                             no_profile="epsilon = inf: randomized response reports every secret unchanged")
+
     @property
-    def profile(self) -> PureDP:
-        if np.isinf(self.epsilon):
-            raise ValueError("epsilon must be finite for a privacy guarantee, got inf: randomized response at "
-                             "epsilon = inf reports every secret unchanged, so there is nothing to bound; give a "
-                             "finite epsilon.")
-        return PureDP(self.epsilon)
+    def profile(self) -> PureDP | None:
+        """PureDP(epsilon); None when that is no guarantee (epsilon = inf or above MAX_PRIVATE_EPSILON)."""
+        return self._judged()[0]
+
+    def privacy(self) -> dict:
+        """{"private": True, "epsilon": ...} or {"private": False, "reason": ...} (stages.mechanism.judge_privacy)."""
+        return privacy_record(self._judged()[1], epsilon=self.epsilon)
 
     def release(self, X, rng: np.random.Generator) -> np.ndarray:
         """The per-target reports a (n,): X_i kept, or replaced by one of the m - 1 other values."""

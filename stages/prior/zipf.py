@@ -65,23 +65,56 @@ def _count(text: str, where: str) -> float:
     except ValueError:
         value = None
     if value is None or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{where} must be a non-negative number, got {text!r}; fix or remove that line.")
+        raise ValueError(f"{where} must be a non-negative number, got {_short(text)}; fix or remove that line.")
     return value
+
+
+_FORMATS = "give a CSV with a 'count' column or `uniq -c` text lines '<count> <item>'"
+
+
+def _short(text: str, limit: int = 40) -> str:
+    """repr(text), cut to about `limit` characters (a line of a wrong file can be very long)."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
+
+
+def _check_text_file(path: str) -> None:
+    """Refuse an empty file, and a binary one before its bytes reach an error message: one sentence each, naming
+    the file. Binary, judged on the first 64 KiB: a NUL byte, more than 5% control characters, or bytes that are
+    not UTF-8 with more than 30% of them above 127 (Latin-1 text, e.g. `uniq -c` of passwords, is still text)."""
+    import codecs
+
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+    if not head.strip():
+        raise ValueError(f"counts_file {path} is empty; {_FORMATS}.")
+    data = np.frombuffer(head, dtype=np.uint8)
+    control = ((data < 32) & ~np.isin(data, list(b"\t\n\r\f\v"))) | (data == 127)
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)  # a character cut at the end is fine
+        utf8 = True
+    except UnicodeDecodeError:
+        utf8 = False
+    if b"\x00" in head or control.mean() > 0.05 or (not utf8 and (data > 127).mean() > 0.3):
+        raise ValueError(f"counts_file {path} is not a text file (it holds binary data); {_FORMATS}.")
 
 
 def read_counts(path) -> np.ndarray:
     """Counts from a CSV with a `count` column, or from `uniq -c` text lines '<count> <item>'.
 
-    A count that is not a finite non-negative number (text, NaN, a negative value) or a file with no
-    counts raises a ValueError naming the file, the line and the value.
+    A count that is not a finite non-negative number (text, NaN, a negative value), a file with no
+    counts, an empty or a binary file raises a ValueError naming the file (and the line and the value).
     """
     path = os.fspath(path)
+    _check_text_file(path)
     counts = []
     if path.endswith(".csv"):
         with open(path, newline="", encoding="utf-8", errors="replace") as f:
             reader = csv.DictReader(f)
             if "count" not in (reader.fieldnames or []):
-                raise ValueError(f"counts_file {path} must have a 'count' column, got columns {reader.fieldnames}.")
+                columns = ", ".join(_short(name, 20) for name in (reader.fieldnames or [])[:8])
+                more = f" and {len(reader.fieldnames) - 8} more" if len(reader.fieldnames or []) > 8 else ""
+                raise ValueError(f"counts_file {path} must have a 'count' column in its first line, got columns "
+                                 f"{columns}{more}; {_FORMATS}.")
             for row in reader:
                 text = (row.get("count") or "").strip()
                 counts.append(_count(text, f"counts_file {path} line {reader.line_num}: the count"))
@@ -92,7 +125,7 @@ def read_counts(path) -> np.ndarray:
                 if line:  # blank lines carry nothing
                     counts.append(_count(line.split(maxsplit=1)[0], f"counts_file {path} line {number}: the count"))
     if not counts:
-        raise ValueError(f"counts_file {path} holds no counts; give a CSV with a 'count' column or `uniq -c` lines.")
+        raise ValueError(f"counts_file {path} holds no counts; {_FORMATS}.")
     return np.asarray(counts, dtype=float)
 
 

@@ -39,8 +39,8 @@ def _no_job_folder(outputs):
     (("trials=1e13",), ("trials=10000000000000", "memory")),
     # an epsilon the Gaussian calibration cannot handle: not scipy's solver message
     (("mechanism.epsilon=1e308",), ("mechanism.epsilon must be at most",)),
-    # randomized response at epsilon = inf: named by its config key, before any trial is played
-    (("mechanism=randomized_response", "mechanism.epsilon=inf"), ("mechanism.epsilon must be finite",)),
+    # the same level twice (issue 23, item 7): metrics.json kept both while the bound has one key
+    (("confidences=[0.5,0.05,0.5]",), ("confidences must list each level once", "0.5 more than once")),
     # an attack that cannot read the mechanism's release: before the (expensive) DP-SGD training
     (("prior=zipf", "mechanism=dpsgd", "attack=bayes_optimal", "model=tiny"),
      ("attack=bayes_optimal cannot attack mechanism=dpsgd",)),
