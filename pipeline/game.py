@@ -62,6 +62,7 @@ __all__ = [
     "privacy_of",
     "exceed_fractions",
     "bound_label",
+    "game_label",
     "privacy_label",
     "theorem_name",
 ]
@@ -314,10 +315,11 @@ def release_key(mechanism, config: Mapping | None, X, seed, trial: int) -> tuple
                        "records": _records_digest(X), "seed": plain(seed), "trial": int(trial)}
 
 
-def _release(mechanism, config, X, seed, trial: int, rng_seed, cache: StageCache | None):
+def _release(mechanism, config, X, seed, trial: int, rng_seed, cache: StageCache | None, released=None):
     """Trial `trial`'s release a = M(X), through the cache's release stage when the mechanism asks for it
     (cache_release: a DP-SGD training, a table's marginals); returns (a, a function giving its key: the key is
-    computed only where a stage needs it, not in every trial of a large game)."""
+    computed only where a stage needs it, not in every trial of a large game). `released`: the release already
+    made (trained side by side with other trials, and cached), used as it is."""
     computed: list = []
 
     def key() -> tuple[str, dict]:
@@ -325,6 +327,8 @@ def _release(mechanism, config, X, seed, trial: int, rng_seed, cache: StageCache
             computed.append(release_key(mechanism, config, X, seed, trial))
         return computed[0]
 
+    if released is not None:
+        return released, key
     if cache is None or not getattr(mechanism, "cache_release", False):
         return mechanism.release(X, np.random.default_rng(rng_seed)), key
     to_arrays = getattr(mechanism, "release_arrays", None) or (lambda a: {"release": np.asarray(a)})
@@ -335,6 +339,42 @@ def _release(mechanism, config, X, seed, trial: int, rng_seed, cache: StageCache
 
     stage, config_key = key()
     return from_arrays(load_arrays(cache.get_or_compute(stage, config_key, compute))), key
+
+
+def _releases_side_by_side(mechanism, config, prior, seed, trials: int, cache: StageCache | None) -> dict[int, Any]:
+    """{trial: release} of the trials a mechanism trains several at a time (its trials_side_by_side(n) > 1: DP-SGD),
+    each trial from the same seeds and records as in play_trials' loop, each stored in the cache's release stage
+    (one entry per trial, as when trained alone). Trials already cached are left to the loop, which reads them;
+    {} when the mechanism trains one trial at a time."""
+    together = getattr(mechanism, "trials_side_by_side", None)
+    if not callable(together) or trials < 2:
+        return {}
+    cached = cache is not None and getattr(mechanism, "cache_release", False)
+    root = np.random.SeedSequence(seed)
+    todo = []
+    for t in range(trials):  # the loop's own children and records
+        data_seed, mechanism_seed = root.spawn(1)[0].spawn(2)
+        X = prior.sample(np.random.default_rng(data_seed), prior.n_targets)
+        if not (cached and cache.exists(*release_key(mechanism, config, X, seed, t))):
+            todo.append((t, X, mechanism_seed))
+    size = together(len(todo)) if len(todo) > 1 else 1
+    if size < 2:
+        return {}
+    to_arrays = getattr(mechanism, "release_arrays", None) or (lambda a: {"release": np.asarray(a)})
+    out: dict[int, Any] = {}
+    for group in np.array_split(np.arange(len(todo)), -(-len(todo) // size)):
+        chunk = [todo[i] for i in group]
+        started = time.monotonic()
+        releases = mechanism.release_side_by_side([X for _, X, _ in chunk],
+                                                  [np.random.default_rng(s) for _, _, s in chunk])
+        log.info("trials %s trained side by side in %.1f s", ", ".join(str(t + 1) for t, _, _ in chunk),
+                 time.monotonic() - started)
+        for (t, X, _), a in zip(chunk, releases):
+            if cached:
+                cache.get_or_compute(*release_key(mechanism, config, X, seed, t),
+                                     lambda directory, a=a: save_arrays(directory, **to_arrays(a)))
+            out[t] = a
+    return out
 
 
 def _guess(attack, a, law, mechanism, metric, key, cache: StageCache | None) -> np.ndarray:
@@ -388,6 +428,7 @@ def play_trials(boxes: Boxes, seed, trials: int, *, per_target: bool = False, ca
     records, guesses, attack_prior_success = [], [], []
     k = guesses_per_target(attack)
     fixed_star = None
+    ahead = _releases_side_by_side(mechanism, mechanism_config, prior, seed, trials, cache)  # {} unless DP-SGD
     progress = Progress(trials, "trials")
     try:
         root = np.random.SeedSequence(seed)
@@ -397,7 +438,7 @@ def play_trials(boxes: Boxes, seed, trials: int, *, per_target: bool = False, ca
             data_seed, mechanism_seed = child.spawn(2)
             X = prior.sample(np.random.default_rng(data_seed), prior.n_targets)
             law = prior.for_trial(X)
-            a, key = _release(mechanism, mechanism_config, X, seed, t, mechanism_seed, cache)
+            a, key = _release(mechanism, mechanism_config, X, seed, t, mechanism_seed, cache, ahead.pop(t, None))
             if callable(getattr(mechanism, "release_info", None)):
                 for name, value in mechanism.release_info(a).items():
                     release_info.setdefault(name, []).append(value)
@@ -774,58 +815,80 @@ def privacy_label(metrics: Mapping) -> str:
     return f"eps={privacy['epsilon']:.3g} at delta={privacy['delta']:g}"
 
 
+def game_label(metrics: Mapping) -> str:
+    """What game a job played, for a figure's title: 'uniform prior, gaussian, eps=1 at delta=1e-05, 200 trials,
+    metric exact, k=1'; a tabular prior names its table and target columns."""
+    prior = dict((metrics.get("params") or {}).get("prior") or {})
+    name = f"{metrics['boxes']['prior']} prior"
+    if prior.get("dataset") is not None:  # prior=baynet: the table and the column(s) attacked
+        targets = prior.get("targets") or []
+        known = prior.get("known")
+        name += (f" (table {prior['dataset']}, target column{'s' if len(targets) > 1 else ''} {', '.join(targets)}"
+                 + (f", {len(known)} columns known" if known is not None else "") + ")")
+    return (f"{name}, {metrics['boxes']['mechanism']}, {privacy_label(metrics)}, {metrics['trials']} trials, "
+            f"metric {metrics['boxes']['metric']}, k={metrics.get('k', 1)}")
+
+
 def plot_successes(metrics: dict, path: str | os.PathLike) -> None:
-    """Histogram of the attack's and the prior baseline's successes per trial, with the bound counts."""
+    """Histogram of the successes per trial of the attack, of every variant scored beside it and of the prior
+    baseline, with the bound counts; the game in the title, one legend under the panel (a legend inside it covers
+    the bars) whose title names the theorem behind the bound lines as the record says it."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    from pipeline.figures import legend_below, wrap
 
     attack = np.asarray(metrics["attack_successes"])
     baseline = np.asarray(metrics["prior_successes"])
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    top = int(max(attack.max(initial=0), baseline.max(initial=0)))
+    main = metrics.get("attack_label") or metrics["boxes"]["attack"]
+    variants = {label: np.asarray(a["successes"]) for label, a in list((metrics.get("attacks") or {}).items())[1:]}
+    width = 6.4
+    fig, ax = plt.subplots(figsize=(width, 3.0))
+    top = int(max([attack.max(initial=0), baseline.max(initial=0), *(v.max(initial=0) for v in variants.values())]))
     step = max(1, (top + 1) // 40)
-    bins = np.arange(-0.5, top + step + 0.5, step)  # the last bin holds `top` (the attack's best trial)
-    ax.hist(baseline, bins=bins, alpha=0.6, label=baseline_label(metrics))
-    ax.hist(attack, bins=bins, alpha=0.6, label=f"attack ({metrics['boxes']['attack']})")
-    for (confidence, count), style in zip((metrics["bound"] or {}).items(), ("dotted", "dashed", "solid", "dashdot")):
+    bins = np.arange(-0.5, top + step + 0.5, step)  # the last bin holds `top` (the best trial)
+    ax.hist(baseline, bins=bins, alpha=0.5, color="C0", label=baseline_label(metrics))
+    name = metrics["boxes"]["attack"]
+    ax.hist(attack, bins=bins, alpha=0.5, color="C1", label=f"attack: {name}" + (f" ({main})" if main != name else ""))
+    for i, (label, successes) in enumerate(variants.items()):  # outlines, so the bars stay visible under them
+        ax.hist(successes, bins=bins, histtype="step", linewidth=1.6, color=f"C{2 + i}",
+                linestyle=("--", "-.", ":")[i % 3], label=f"attack variant: {label}")
+    bound = metrics.get("bound")
+    for (confidence, count), style in zip((bound or {}).items(), ("dotted", "dashed", "solid", "dashdot")):
         counts = np.atleast_1d(np.asarray(count, dtype=float))
         ax.axvline(float(np.mean(counts)), color="k", linestyle=style,
-                   label=f"bound {bound_label(metrics)} @ {float(confidence):g}" + (" (mean)" if counts.size > 1 else ""))
-    if metrics.get("bound") is None:
-        ax.text(0.5, 0.97, "not private: no privacy guarantee, no bound", transform=ax.transAxes, ha="center",
-                va="top", fontsize=8, color="firebrick")
-    if metrics.get("unusable_canaries"):  # a diverged training: say so on the figure, not only in metrics.json
-        ax.text(0.5, 0.89, f"WARNING: {metrics['unusable_canaries']} canary guesses had no usable likelihood (training "
-                           f"diverged):\nthe attack guessed the prior for them", transform=ax.transAxes, ha="center",
-                va="top", fontsize=7, color="firebrick")
+                   label=f"bound @ {float(confidence):g}" + (" (mean of the trials' counts)" if counts.size > 1 else ""))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # trials are counted
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(f"targets attacked (of {metrics['n_targets']})")
     ax.set_ylabel("trials")
-    import textwrap
-
-    title = (f"{metrics['boxes']['prior']} prior, {metrics['boxes']['mechanism']}, {privacy_label(metrics)}, "
-             f"{metrics['trials']} trials, metric {metrics['boxes']['metric']}, k={metrics.get('k', 1)}")
-    ax.set_title("\n".join(textwrap.wrap(title, 90)), fontsize=8)
-    ax.legend(fontsize=7)
-    fig.tight_layout(rect=(0, add_bound_reading(fig) if metrics.get("bound") is not None else 0, 1, 1))
+    ax.set_title(wrap(game_label(metrics), width - 0.4, 8), fontsize=8)
+    warnings = []
+    if bound is None:
+        warnings.append("not private: no privacy guarantee, no bound")
+    if metrics.get("unusable_canaries"):  # a diverged training: say so on the figure, not only in metrics.json
+        warnings.append(f"WARNING: {metrics['unusable_canaries']} canary guesses had no usable likelihood (training "
+                        f"diverged): the attack guessed the prior for them")
+    top_in = 0.0
+    if warnings:  # above the panel, never over the bars
+        header = fig.text(0.5, 1.0, wrap("\n".join(warnings), width - 0.3, 7.5), fontsize=7.5, color="firebrick",
+                          ha="center", va="top")
+        top_in = header.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi + 0.1
+    title = f"bound lines: {bound_label(metrics)}" if bound is not None else ""
+    handles, labels = ax.get_legend_handles_labels()
+    legend_below(fig, handles, labels, title=title, note=BOUND_READING if bound is not None else "", max_columns=2,
+                 top_in=top_in)
+    if warnings:
+        header.set_y(1 - 0.05 / fig.get_size_inches()[1])
     save_figure_atomic(fig, path)
 
 
 #: How to read a bound line, printed on every figure that draws one.
 BOUND_READING = ('"bound @ c": with probability >= c at most this many targets are attacked, so the attack may '
                  "exceed the line in up to 1 - c of the trials (a 0.05 line below the attack is no violation).")
-
-
-def add_bound_reading(fig, note: str = "") -> float:
-    """Write BOUND_READING (and a note) under the figure, wrapped to its width; return the height fraction used."""
-    import textwrap
-
-    width_in, height_in = fig.get_size_inches()
-    chars = max(40, int(width_in * 16))  # about 16 characters an inch at 6.5 pt
-    lines = textwrap.wrap(BOUND_READING, chars) + (textwrap.wrap(note, chars) if note else [])
-    fig.text(0.01, 0.01, "\n".join(lines), fontsize=6.5, color="0.3", va="bottom")
-    return min(0.4, 0.02 + len(lines) * 0.115 / height_in)
 
 
 def check_output_dir(output_dir: str | os.PathLike) -> None:

@@ -240,10 +240,11 @@ def panel(ax, xlabel: str, title: str, log_x: bool = True) -> None:
     ax.grid(alpha=0.3)
 
 
-def finish(fig, axes, ylabel: str, path, legend: bool = True, note: str = "") -> Path:
-    """Label the first panel of each row, put one legend for all panels under them (a legend inside a
-    panel covers its points) and the note under the legend, grow the figure by what they need, save it."""
-    import textwrap
+def finish(fig, axes, ylabel: str, path, legend: bool = True, note: str = "", title: str = "") -> Path:
+    """Label the first panel of each row, put the title over the panels and one legend for all panels under them
+    (a legend inside a panel covers its points) with the note under the legend (pipeline.figures.legend_below:
+    the figure grows by what they measure), save it."""
+    from pipeline.figures import legend_below, wrap
 
     for ax in axes:
         if ax.get_subplotspec() is not None and ax.get_subplotspec().is_first_col():
@@ -255,21 +256,9 @@ def finish(fig, axes, ylabel: str, path, legend: bool = True, note: str = "") ->
                 if label not in labels and not label.startswith("_"):
                     handles.append(handle)
                     labels.append(label)
-    width, height = fig.get_size_inches()
-    text = "\n".join(textwrap.wrap(note, max(60, int(width * 15)))) if note else ""
-    longest = max((len(label) for label in labels), default=0)
-    fits = int(width // (0.055 * longest + 0.6)) if longest else 1  # about 0.055 in a character at 7 pt
-    ncol = max(1, min(len(labels), 3, fits))
-    legend_in = (0.2 + 0.17 * math.ceil(len(labels) / ncol)) if labels else 0.0
-    note_in = (0.1 + 0.13 * (text.count("\n") + 1)) if text else 0.0
-    total = height + legend_in + note_in
-    fig.set_size_inches(width, total)
-    if labels:
-        fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=7, frameon=False,
-                   bbox_to_anchor=(0.5, note_in / total))
-    if text:
-        fig.text(0.01, 0.01, text, fontsize=6.5, color="0.3", va="bottom")
-    fig.tight_layout(rect=(0, (legend_in + note_in) / total, 1, 1))
+    if title:
+        fig.suptitle(wrap(title, fig.get_size_inches()[0] - 0.3, 9), fontsize=9)
+    legend_below(fig, handles, labels, note=note)
     return save_figure_atomic(fig, path)
 
 

@@ -31,7 +31,8 @@ from typing import Sequence
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from pipeline.experiments.common import Figure, Task, attach_stage_cache, finish, grid, group_rows, mean_interval, panel, subplots
+from pipeline.experiments.common import (PII_PAPER_EPS_PROTECT, Figure, Task, attach_stage_cache, finish, grid, group_rows,
+                                         mean_interval, panel, subplots)
 
 __all__ = ["LLMCanaries", "PIILaw", "attach_stage_cache"]
 
@@ -279,10 +280,6 @@ class LLMCanaries(Figure):
                 ax.errorbar(eps, ideal, yerr=[np.nan_to_num(ideal - ilow), np.nan_to_num(ihigh - ideal)], fmt="s-",
                             capsize=3, label="idealized Gaussian, Bayes-optimal")
                 ax.plot(eps, get("prior_mean"), ":", color="0.5", label="prior only (no release)")
-                for r in members:
-                    ex = "/".join(f"{f(r.get(f'exceed_{c:g}')):.2g}" for c in LEVELS)
-                    ax.annotate(f"exceed {ex}", (float(r["eps"]), f(r.get("reported_mean"))), fontsize=5.5,
-                                textcoords="offset points", xytext=(3, -9), color="C0")
                 notes.update(r["selection"] for r in members)
                 notes.update(f"bound: {r['bound_theorem']}" for r in members if r.get("bound_theorem"))
                 notes.update(f"delta = {f(r.get('delta')):g}" for r in members)
@@ -290,26 +287,37 @@ class LLMCanaries(Figure):
                 ax.axhline(f(r.get("attack_mean")), color="firebrick", linestyle="--",
                            label="Model Attack, not private (clipping=none, no noise or a vacuous epsilon): no bound")
             deltas = sorted({f"{f(r.get('delta')):g}" for r in members})
-            panel(ax, f"epsilon (delta = {'/'.join(deltas) or '-'})", f"{prior_name} prior",
+            panel(ax, f"epsilon (delta = {'/'.join(deltas) or '-'})\nunder it: trials above the bound @ "
+                      f"{'/'.join(f'{c:g}' for c in LEVELS)}", f"{prior_name} prior",
                   log_x=len(eps) > 1 and max(eps) / min(eps) > 8)
+            if members:  # the exceedance under each epsilon's tick, where it covers no error bar
+                import matplotlib.ticker
+
+                exceed = ["/".join(f"{f(r.get(f'exceed_{c:g}')):.2g}" for c in LEVELS) for r in members]
+                ax.set_xticks(eps, [f"{e:g}\n{x}" for e, x in zip(eps, exceed)])
+                ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
             ax.set_ylim(bottom=0)  # a t-interval of few trials can reach below 0 successes
         models = sorted({f"{MODEL_LABELS.get(str(r.get('model')), r.get('model'))}, trainable {r.get('trainable')}"
                          for r in best if r.get("model")})
         trials = sorted({str(r.get("trials")) for r in best})
         notes.update([f"model {', '.join(models)}" if models else "", f"trials per job {'/'.join(trials)}",
-                      "numbers under the attack: fraction of trials above the bound @ 0.05/0.5/0.95"])
+                      "numbers under each epsilon: fraction of the Model Attack's trials above the bound @ "
+                      "0.05/0.5/0.95"])
         return finish(fig, axes, "canaries reconstructed", path, note="; ".join(sorted(n for n in notes if n)))
 
 
 class PIILaw(Task):
-    """The PII prior's law (max / median / 10th percentile) and its rows of Figures novel_bounds and eps_protect."""
+    """The PII prior's law (max / median / 10th percentile) and its rows of Figures novel_bounds and eps_protect:
+    the advantage bound over eps of each canary, eps_protect of the most probable one, and the eps_protect curve
+    over the prior probability (rows `eps_protect_curve`, the most probable PII and the kink at p = 1/2 on it)."""
 
     name = "pii_law"
     groups = ("prior",)
     columns = ("figure", "prior_name", "canary", "prior_probability", "eps", "advantage", "eps_protect")
 
     def __init__(self, canaries: Sequence[str] = ("max", "median", "p10"), delta: float = 1e-5, threshold: float = 0.05,
-                 eps_low: float = 0.1, eps_high: float = 100.0, eps_points: int = 31, threads: int | None = None) -> None:
+                 eps_low: float = 0.1, eps_high: float = 100.0, eps_points: int = 31, prior_low: float = 1e-10,
+                 prior_high: float = 0.9, prior_points: int = 16, threads: int | None = None) -> None:
         from stages.bound import _validate
 
         self.canaries = [str(c) for c in canaries]
@@ -319,54 +327,71 @@ class PIILaw(Task):
         self.delta = _validate.delta("delta", delta)
         self.threshold = float(_validate.probability("threshold", threshold, open_low=True, open_high=True))
         self.eps = grid("eps", eps_low, eps_high, eps_points, extra=[e for e in (1.0, 10.0) if eps_low <= e <= eps_high])
+        if not float(prior_high) < 1:
+            raise ValueError(f"prior_high must be < 1, got {prior_high!r}.")
+        # the curve's grid holds p = 1/2, where eps_protect turns flat (theorems.eps_protect)
+        self.priors = grid("prior", prior_low, prior_high, prior_points,
+                           extra=[0.5] if float(prior_low) <= 0.5 <= float(prior_high) else [])
         self.threads = None if threads is None else _validate.integer("threads", threads, minimum=1)
 
     def run(self, cfg, output_dir, cache, logger) -> dict:
         from pipeline.game import ConfigError, build_boxes
-        from stages.bound.profiles import ApproxDP
-        from stages.bound.theorems import advantage_bound, eps_protect
 
         _set_threads(self.threads)
         prior = build_boxes(cfg).prior
         if not hasattr(prior, "law_summary"):
             raise ConfigError(f"experiment {self.name} needs prior=pii, got {type(prior).__name__}.")
         attach_stage_cache(prior, cache)
-        summary = prior.law_summary()
+        model = prior.model.params().get("model") if hasattr(prior.model, "params") else type(prior.model).__name__
+        return self.table(prior.law_summary(), model=model)
+
+    def table(self, summary, model=None) -> dict:
+        """{"table", "headline"} of a law summary (PIIPrior.law_summary(): the canaries' probabilities, the score):
+        the rows advantage_by_prior (each canary over eps), eps_protect (the most probable PII) and
+        eps_protect_curve (eps_protect over the prior probability, the most probable PII's included). The rows
+        also carry, for the figure only (metrics.json keeps them, the csv not), the model that scored the law,
+        delta, the threshold and the theorem."""
+        from stages.bound.profiles import ApproxDP
+        from stages.bound.theorems import SPLIT_THEOREM, advantage_bound, eps_protect
+
         name = f"pii_{summary['score']}" + ("_copies_dropped" if summary.get("context_copies") == "drop" else "")
+        shared = {"model": model, "delta": self.delta, "threshold": self.threshold, "theorem": SPLIT_THEOREM}
         rows = []
         for canary in self.canaries:
             p = float(summary[canary])
             for eps in self.eps:
                 rows.append({"figure": "advantage_by_prior", "prior_name": name, "canary": canary, "prior_probability": p,
-                             "eps": float(eps), "advantage": float(advantage_bound(ApproxDP(float(eps), self.delta), p))})
+                             "eps": float(eps), "advantage": float(advantage_bound(ApproxDP(float(eps), self.delta), p)),
+                             **shared})
         protect = float(eps_protect(float(summary["max"]), self.threshold, self.delta))
         rows.append({"figure": "eps_protect", "prior_name": name, "canary": "max",
-                     "prior_probability": float(summary["max"]), "eps_protect": protect})
-        headline = {"law": summary, "eps_protect_max": protect, "paper_eps_protect_max": 2.37,
+                     "prior_probability": float(summary["max"]), "eps_protect": protect, **shared})
+        rows += [{"figure": "eps_protect_curve", "prior_name": name, "canary": None, "prior_probability": float(p),
+                  "eps_protect": float(eps_protect(float(p), self.threshold, self.delta)), **shared}
+                 for p in self.priors]
+        headline = {"law": summary, "eps_protect_max": protect, "paper_eps_protect_max": PII_PAPER_EPS_PROTECT,
                     **{f"advantage/{r['canary']}/eps={r['eps']:g}": r["advantage"] for r in rows
                        if r["figure"] == "advantage_by_prior" and r["eps"] in (1.0, 10.0)}}
         return {"table": rows, "headline": headline}
 
     @staticmethod
     def plot(rows, path) -> Path:
+        from pipeline.experiments.synthetic import draw_advantage, draw_eps_protect
+
         fig, axes = subplots(2)
         curves = [r for r in rows if r["figure"] == "advantage_by_prior"]
-        for canary, members in group_rows(curves, "canary").items():
-            members = sorted(members, key=lambda r: float(r["eps"]))
-            axes[0].plot([float(r["eps"]) for r in members], [float(r["advantage"]) for r in members], marker=".",
-                         label=f"{canary} (p = {float(members[0]['prior_probability']):.3g})")
-        axes[0].axhline(0.05, color="k", linestyle=":", linewidth=0.8)
-        panel(axes[0], "epsilon (delta = 1e-5)", "PII prior: advantage bound")
-        axes[0].legend(fontsize=7)
-        axes[0].set_ylabel("advantage bound")
-        for r in rows:
-            if r["figure"] == "eps_protect":
-                axes[1].plot(float(r["prior_probability"]), float(r["eps_protect"]), "o",
-                             label=f"most probable PII: eps = {float(r['eps_protect']):.3g} (paper 2.37)")
+        title = draw_advantage({name: axes[0] for name in {r["prior_name"] for r in curves}}, curves)
+        protect = [r for r in rows if r["figure"] in ("eps_protect", "eps_protect_curve")]
+        draw_eps_protect(axes[1], [{**r, "prior_name": "any"} if r["figure"] == "eps_protect_curve" else r for r in protect],
+                         curve_label="eps_protect(p): a canary of prior probability p")
+        model = next((str(r["model"]) for r in rows if r.get("model")), "")
+        axes[1].axhline(PII_PAPER_EPS_PROTECT, color="0.4", linestyle="--", linewidth=0.8,
+                        label=f"paper: eps_protect {PII_PAPER_EPS_PROTECT:g} of the most probable PII, GPT-2's scores of "
+                              f"its 500 sequences" + (f" (ours: {model}'s)" if model else ""))
+        thresholds = "/".join(sorted({f"{float(r['threshold']):g}" for r in protect if r.get("threshold") not in (None, "")}))
+        panel(axes[1], "prior probability p of the canary",
+              f"eps_protect: largest eps with advantage bound <= {thresholds or 'the threshold'}")
         axes[1].set_yscale("log")
-        panel(axes[1], "prior probability of the canary", "eps_protect (advantage <= 0.05); curve: experiment=eps_protect")
-        axes[1].legend(fontsize=7)
-        fig.tight_layout()
-        from pipeline.io import save_figure_atomic
-
-        return save_figure_atomic(fig, path)
+        axes[0].set_title(f"PII prior{f' (scored by {model})' if model else ''}: advantage bound", fontsize=9)
+        axes[0].set_ylabel("advantage bound")
+        return finish(fig, axes, "advantage bound", path, title=title)

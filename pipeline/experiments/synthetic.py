@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from pipeline.experiments.common import (
     CANARIES, PII_PAPER_EPS_PROTECT, Figure, Task, canary_probability, finish, grid, group_rows, law_canaries, laws,
     mean_interval, panel, resolve_laws, subplots,
 )
-from pipeline.io import save_figure_atomic
 
 __all__ = ["CompareBounds", "AdvantageByPrior", "EpsProtect", "IdealizedGaussian", "RRTightness", "ZipfCalibration"]
 
@@ -58,14 +57,18 @@ class CompareBounds(Task):
     def run(self, cfg, output_dir, cache, logger) -> dict:
         from stages.bound.best import best_bound
         from stages.bound.profiles import GaussianDP
+        from stages.bound.theorems import SPLIT_THEOREM
 
         rows = []
         for mu in self.mus:
             profile = GaussianDP(mu)
             for p in self.priors:
                 best = best_bound(profile, float(p))
+                # ours_theorem is for the figure's label (metrics.json keeps it, the csv not): best_bound's "ours"
+                # at one target is theorems.success_bound, the split theorem with n = 1
                 rows.append({"mu": mu, "prior": float(p), "ours": best.all["ours"], "kgk": best.all.get("kgk"),
-                             "mmc": best.all.get("mmc"), "best": best.value, "best_source": best.source})
+                             "mmc": best.all.get("mmc"), "best": best.value, "best_source": best.source,
+                             "ours_theorem": SPLIT_THEOREM})
         with_mmc = [r for r in rows if r["mmc"] is not None]
         headline = {
             "ours_best_fraction": float(np.mean([r["best_source"] == "ours" for r in rows])),
@@ -77,19 +80,23 @@ class CompareBounds(Task):
     @staticmethod
     def plot(rows, path) -> Path:
         by_mu = group_rows(rows, "mu")
+        theorem = next((str(r["ours_theorem"]) for r in rows if r.get("ours_theorem")), "")
+        ours = ("ours: " + (f"{theorem} at one target, " if theorem else "")
+                + "min over eps of beta(eps, p) + (1 - beta) delta_mu(eps), the whole mu-GDP delta curve")
         fig, axes = subplots(len(by_mu), sharey=True)
         for ax, (mu, members) in zip(axes, sorted(by_mu.items(), key=lambda kv: float(kv[0]))):
             members = sorted(members, key=lambda r: float(r["prior"]))
             p = [float(r["prior"]) for r in members]
             ax.plot(p, p, color="0.6", linewidth=0.8, label="prior (no release)")
-            ax.plot(p, [float(r["kgk"]) for r in members], "--", label="KGK+")
-            ax.plot(p, [float(r["ours"]) for r in members], "-", label="ours")
+            ax.plot(p, [float(r["kgk"]) for r in members], "--", label="KGK+ (prior work)")
+            ax.plot(p, [float(r["ours"]) for r in members], "-", label=ours)
             mmc = [(float(r["prior"]), float(r["mmc"])) for r in members if r["mmc"] not in (None, "")]
             if mmc:
-                ax.plot(*zip(*mmc), "x", markersize=4, label="MMC (p = 1/m)")
-            ax.plot(p, [float(r["best"]) for r in members], ":", color="k", label="best valid")
+                ax.plot(*zip(*mmc), "x", markersize=4, label="MMC (prior work; p = 1/m only)")
+            ax.plot(p, [float(r["best"]) for r in members], ":", color="k", label="best valid bound (smallest of all)")
             panel(ax, "prior success probability p", f"mu = {float(mu):g}")
-        return finish(fig, axes, "bound on success probability", path)
+        return finish(fig, axes, "bound on success probability", path,
+                      title="One target, one guess, mu-GDP: bounds on the attack's success probability")
 
 
 class AdvantageByPrior(Task):
@@ -123,7 +130,7 @@ class AdvantageByPrior(Task):
 
     def run(self, cfg, output_dir, cache, logger) -> dict:
         from stages.bound.profiles import ApproxDP
-        from stages.bound.theorems import advantage_bound
+        from stages.bound.theorems import SPLIT_THEOREM, advantage_bound
 
         memo: dict[tuple[float, float], float] = {}
         rows = []
@@ -135,8 +142,11 @@ class AdvantageByPrior(Task):
                     key = (p, float(eps))
                     if key not in memo:
                         memo[key] = float(advantage_bound(ApproxDP(float(eps), self.delta), p))
+                    # delta and theorem are for the figure (metrics.json keeps them, the csv not): advantage_bound
+                    # is the split theorem at one target (theorems.success_bound)
                     rows.append({"prior_name": prior_name, "canary": canary, "prior_probability": p,
-                                 "eps": float(eps), "advantage": memo[key]})
+                                 "eps": float(eps), "advantage": memo[key], "delta": self.delta,
+                                 "theorem": SPLIT_THEOREM})
         headline = {f"advantage/{r['prior_name']}/{r['canary']}/eps={r['eps']:g}": r["advantage"]
                     for r in rows if r["eps"] in (1.0, 10.0)}
         return {"table": rows, "headline": headline, **_law_record(resolved, cache)}
@@ -145,15 +155,38 @@ class AdvantageByPrior(Task):
     def plot(rows, path) -> Path:
         by_prior = group_rows(rows, "prior_name")
         fig, axes = subplots(len(by_prior), sharey=True)
-        for ax, (prior_name, members) in zip(axes, by_prior.items()):
-            for canary, curve in group_rows(members, "canary").items():
-                curve = sorted(curve, key=lambda r: float(r["eps"]))
-                ax.plot([float(r["eps"]) for r in curve], [float(r["advantage"]) for r in curve], marker=".",
-                        label=f"{canary} (p = {float(curve[0]['prior_probability']):.3g})")
-            ax.axhline(0.05, color="k", linestyle=":", linewidth=0.8)
-            panel(ax, "epsilon (delta fixed)", str(prior_name))
-            ax.legend(fontsize=7)
-        return finish(fig, axes, "advantage bound", path, legend=False)
+        title = draw_advantage(dict(zip(by_prior, axes)), rows)
+        return finish(fig, axes, "advantage bound", path, title=title)
+
+
+#: A canary's color and marker in every advantage figure (the same canary looks the same in every panel).
+_CANARY_STYLE = {"max": ("C3", "o"), "median": ("C0", "s"), "p10": ("C2", "^"), "min": ("C1", "v"),
+                 "typical": ("C4", "D")}
+
+
+def draw_advantage(panels: Mapping[Any, Any], rows: list[dict], threshold: float = 0.05) -> str:
+    """Draw the advantage bound over eps of every canary of each prior into its panel (panels: prior name -> ax);
+    return the figure's title, which states delta and the theorem the rows name. Canaries of equal prior
+    probability (a uniform law's min, median and max) are one line that names them all; a canary has the same
+    color and marker in every panel."""
+    for prior_name, members in group_rows(rows, "prior_name").items():
+        ax = panels[prior_name]
+        by_canary = group_rows(members, "canary")
+        curves: dict[float, list[str]] = {}
+        for canary, curve in by_canary.items():
+            curves.setdefault(float(curve[0]["prior_probability"]), []).append(str(canary))
+        for p, canaries in sorted(curves.items(), reverse=True):
+            curve = sorted(by_canary[canaries[0]], key=lambda r: float(r["eps"]))
+            color, marker = _CANARY_STYLE.get(canaries[0], (None, "."))
+            ax.plot([float(r["eps"]) for r in curve], [float(r["advantage"]) for r in curve], marker=marker,
+                    markersize=3.5, color=color, label=f"{prior_name}: {' = '.join(canaries)} canary (p = {p:.3g})")
+        ax.axhline(threshold, color="k", linestyle=":", linewidth=0.8,
+                   label=f"advantage {threshold:g} (eps_protect's threshold)")
+        panel(ax, "epsilon", f"{prior_name} prior")
+    deltas = "/".join(sorted({f"{float(r['delta']):g}" for r in rows if r.get("delta") not in (None, "")}))
+    theorems = "; ".join(sorted({str(r["theorem"]) for r in rows if r.get("theorem")}))
+    return (f"Advantage bound (posterior - prior) / (1 - prior) of one canary under (eps, delta = {deltas or '?'})-DP"
+            + (f"; bound: {theorems} at one target, beta(eps, p) + (1 - beta) delta" if theorems else ""))
 
 
 class EpsProtect(Task):
@@ -187,7 +220,10 @@ class EpsProtect(Task):
         self.delta = _validate.delta("delta", delta)
         if not float(prior_high) < 1:
             raise ValueError(f"prior_high must be < 1, got {prior_high!r}.")
-        self.priors = grid("prior", prior_low, prior_high, prior_points)
+        # p = 1/2 on the curve: eps_protect is flat from there on (THEORY.md; theorems.eps_protect), a kink that a
+        # log grid steps over
+        self.priors = grid("prior", prior_low, prior_high, prior_points,
+                           extra=[0.5] if float(prior_low) <= 0.5 <= float(prior_high) else [])
 
     def run(self, cfg, output_dir, cache, logger) -> dict:
         from stages.bound.theorems import eps_protect
@@ -212,24 +248,36 @@ class EpsProtect(Task):
 
     @staticmethod
     def plot(rows, path) -> Path:
-        fig, (ax,) = subplots(1, width=5.2)
-        curve = sorted((r for r in rows if r["prior_name"] == "any"), key=lambda r: float(r["prior_probability"]))
-        ax.plot([float(r["prior_probability"]) for r in curve], [float(r["eps_protect"]) for r in curve], "-",
-                color="k", label="eps_protect(p)")
-        for row in rows:
-            if row["prior_name"] != "any":
-                ax.plot(float(row["prior_probability"]), float(row["eps_protect"]), "o",
-                        label=f"{row['prior_name']}: most probable canary (eps = {float(row['eps_protect']):.3g}"
-                              + (f"; paper {float(row['paper_eps_protect']):g})" if row.get("paper_eps_protect") else ")"))
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("prior probability of the canary")
+        fig, (ax,) = subplots(1, width=5.6)
+        draw_eps_protect(ax, rows)
         deltas = "/".join(sorted({f"{float(r['delta']):g}" for r in rows if r.get("delta") not in (None, "")}))
         thresholds = "/".join(sorted({f"{float(r['threshold']):g}" for r in rows if r.get("threshold") not in (None, "")}))
-        ax.set_ylabel(f"eps_protect: largest eps with\nadvantage bound <= {thresholds or 'threshold'}")
-        ax.set_title(f"(eps, delta = {deltas or '-'})-DP; advantage threshold {thresholds or '-'}", fontsize=8)
-        ax.grid(alpha=0.3, which="both")
-        return finish(fig, [ax], ax.get_ylabel(), path)
+        return finish(fig, [ax], ax.get_ylabel(), path,
+                      title=f"eps_protect: the largest eps at which (eps, delta = {deltas or '?'})-DP keeps the advantage "
+                            f"bound <= {thresholds or '?'}, by the prior probability of the canary",
+                      note="eps_protect is flat for p >= 1/2: there the bound's minimum sits at eps' = 0, where the "
+                           "advantage is the total variation delta + (1 - delta) tanh(eps / 2) whatever p is.")
+
+
+def draw_eps_protect(ax, rows: list[dict], curve_label: str = "eps_protect(p)") -> None:
+    """eps_protect over the prior probability (rows prior_name `any`, and the markers' rows: every row is a point
+    of the same function, so the markers lie on the curve), and one marker per prior at its most probable canary
+    (a pii law's with the paper's value beside it)."""
+    points = sorted({float(r["prior_probability"]): float(r["eps_protect"]) for r in rows}.items())
+    ax.plot([p for p, _ in points], [e for _, e in points], "-", color="k", linewidth=1.0, label=curve_label)
+    markers = ("o", "s", "D", "^", "v", "P")
+    for i, row in enumerate(r for r in rows if r["prior_name"] != "any"):
+        paper = (f"; paper {float(row['paper_eps_protect']):g} with GPT-2's scores" if row.get("paper_eps_protect")
+                 else "")
+        ax.plot(float(row["prior_probability"]), float(row["eps_protect"]), markers[i % len(markers)], color=f"C{i}",
+                label=f"{row['prior_name']}: most probable canary, p = {float(row['prior_probability']):.3g} "
+                      f"(eps_protect = {float(row['eps_protect']):.3g}{paper})")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("prior probability p of the canary")
+    thresholds = "/".join(sorted({f"{float(r['threshold']):g}" for r in rows if r.get("threshold") not in (None, "")}))
+    ax.set_ylabel(f"eps_protect: largest eps with\nadvantage bound <= {thresholds or 'threshold'}")
+    ax.grid(alpha=0.3, which="both")
 
 
 class IdealizedGaussian(Figure):
@@ -453,15 +501,35 @@ class ZipfCalibration(Task):
 
     @staticmethod
     def plot(rows, path) -> Path:
-        fig, (ax,) = subplots(1, width=6.0)
-        labels = [f"{r['fit']}\nranks {r['first_rank']}-{r['last_rank']}" for r in rows]
+        fig, (ax,) = subplots(1, width=6.4, height=0.55 * len(rows) + 1.2)
+        interval = lambda r, key: float(r[key]) if r.get(key) not in (None, "") else np.nan  # noqa: E731
         s = np.array([float(r["exponent"]) for r in rows])
-        low = np.array([float(r["ci_low"]) if r["ci_low"] not in (None, "") else np.nan for r in rows])
-        high = np.array([float(r["ci_high"]) if r["ci_high"] not in (None, "") else np.nan for r in rows])
-        y = np.arange(len(rows))
-        ax.errorbar(s, y, xerr=[np.nan_to_num(s - low), np.nan_to_num(high - s)], fmt="o", capsize=3)
+        low = np.array([interval(r, "ci_low") for r in rows])
+        high = np.array([interval(r, "ci_high") for r in rows])
+        y = np.arange(len(rows))[::-1]  # the table's first fit on top
+        ax.errorbar(s, y, xerr=[np.nan_to_num(s - low), np.nan_to_num(high - s)], fmt="o", capsize=3,
+                    label="fitted exponent (95% interval where the fit gives one)")
+        labels = [f"{r['fit']}, ranks {r['first_rank']}-{r['last_rank']}\ns = {float(r['exponent']):.3f}"
+                  + (f" [{interval(r, 'ci_low'):.3f}, {interval(r, 'ci_high'):.3f}]" if r.get("ci_low") not in (None, "")
+                     else "") for r in rows]
         ax.set_yticks(y, labels, fontsize=7)
+        ax.set_ylim(-0.7, len(rows) - 0.3)
+        configured = _configured_zipf_exponent()
+        if configured is not None:
+            ax.axvline(configured, color="firebrick", linestyle="--", linewidth=1.0,
+                       label=f"s = {configured:g}: prior.exponent of every experiment's Zipf prior (conf/prior/zipf.yaml)")
         ax.set_xlabel("Zipf exponent s")
         ax.grid(alpha=0.3)
-        fig.tight_layout()
-        return save_figure_atomic(fig, path)
+        return finish(fig, [ax], "", path,
+                      title="Zipf exponent of 9-digit passwords, fitted to the RockYou counts (maximum likelihood, "
+                            "bootstrap, log-log slope)")
+
+
+def _configured_zipf_exponent() -> float | None:
+    """conf/prior/zipf.yaml's exponent (the fit every experiment's Zipf prior uses), None if it cannot be read."""
+    try:
+        import pipeline
+
+        return float(OmegaConf.load(Path(pipeline.CONF_DIR) / "prior" / "zipf.yaml").exponent)
+    except Exception:  # noqa: BLE001 - a figure without the mark rather than no figure
+        return None

@@ -143,7 +143,7 @@ class _Tabular(Figure):
                 "dataset": str(cfg.prior.dataset), "column": "+".join(targets), "m": len(targets),
                 "n_known": None if known is None else len(known),
                 "epsilon": _epsilon_label(epsilon), "distance": int(distance),
-                "objective": label, "decode": str(OmegaConf.select(cfg, "attack.decode", default="joint")),
+                "objective": label, "decode": _decode(cfg),
                 "trials": len(attack["successes"]),
                 "attack_mean": mean, "attack_ci_low": low, "attack_ci_high": high,
                 "prior_mean": prior_mean, "prior_ci_low": prior_low, "prior_ci_high": prior_high,
@@ -182,14 +182,18 @@ class _Tabular(Figure):
             ax.plot(at, [float(r["prior_mean"]) for r in first], "s", color="0.5", label="prior only")
             for k, (objective, series) in enumerate(group_rows(members, "objective").items()):
                 series = sorted(series, key=lambda r: pos[r["x"]])
+                decodes = "/".join(dict.fromkeys(_DECODE_LABELS.get(str(r.get("decode")), str(r.get("decode")))
+                                                  for r in series))
                 x = np.array([pos[r["x"]] for r in series], dtype=float) + 0.15 * (k + 1)
                 mean = np.array([float(r["attack_mean"]) for r in series])
                 low = np.nan_to_num(mean - np.array([float(r["attack_ci_low"]) for r in series]))
                 high = np.nan_to_num(np.array([float(r["attack_ci_high"]) for r in series]) - mean)
                 ax.errorbar(x, mean, yerr=[low, high], fmt=markers.get(objective, "o"), capsize=2,
                             label=("Bayes posterior (Gibbs)" if objective == "posterior" else
-                                   f"RAP M-AI ({objective}, {series[0].get('decode', 'per_column')} decode)"))
+                                   f"RAP M-AI ({objective}, {decodes})"))
             ax.set_xticks(at, [str(x) for x in xs], rotation=60 if not numeric_x else 0, fontsize=7)
+            # every point's series beside its tick (a panel of one column is not stretched over the offsets)
+            ax.set_xlim(-0.5, len(xs) - 0.5 + 0.15 * len(group_rows(members, "objective")))
             ax.set_xlabel(x_label)
             ax.set_title(str(name), fontsize=9)
             ax.set_ylim(0, None)
@@ -201,6 +205,19 @@ class _Tabular(Figure):
         note = (f"{trials} trials a point; intervals: 95% t-intervals over the trials, clipped to [0, {sizes}]; "
                 f"delta = {deltas or '-'}; bound: {theorems or '-'}")
         return finish(fig, axes, f"records reconstructed (of {sizes})", path, note=note)
+
+
+#: How each decode reads in a legend (stages.attack.rap.RAPAttack.decode).
+_DECODE_LABELS = {"joint": "joint MAP decode", "per_column": "per-column argmax decode",
+                  "best_window": "best-window decode, per column"}
+
+
+def _decode(cfg: DictConfig) -> str:
+    """The decode the point's attack used: attack.decode for exact match; a distance window (metric=within) is
+    decoded per column, as the window holding the most relaxed mass, whatever attack.decode says
+    (stages.attack.rap.RAPAttack.decode)."""
+    exact = str(OmegaConf.select(cfg, "metric._target_", default="")).rsplit(".", 1)[-1] == "Exact"
+    return str(OmegaConf.select(cfg, "attack.decode", default="joint")) if exact else "best_window"
 
 
 def _by_column(rows: list[dict]) -> list[dict]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from stages.bound.box import (as_confidences, bound_theorem, count_dict, guesses_per_target, prior_collision,
                               prior_distributions)
-from stages.bound.theorems import SPLIT_THEOREM, count_bounds, winner
+from stages.bound.theorems import DEFAULT_BOUND_VERSION, MMC_THEOREM, SPLIT_THEOREM, count_bounds, winner
 from stages.bound.whole_prior import WHOLE_PRIOR_THEOREM, WHOLE_PRIOR_VERSION
 
 __all__ = ["OneRunBound"]
@@ -54,7 +54,7 @@ class OneRunBound:
                                   distributions=distributions, set_valued=set_valued,
                                   collision=collision if set_valued else None)
         # the record's own names: the split theorem / Theorem 3.1 as ``theorem`` names them (with their suffixes)
-        names = {name: (name if name == WHOLE_PRIOR_THEOREM else info["theorem"]) for name in by}
+        names = {name: (name if name in (WHOLE_PRIOR_THEOREM, MMC_THEOREM) else info["theorem"]) for name in by}
         return count_dict(levels, counts), {float(c): names[w] for c, w in zip(levels, winner(by))}
 
     def theorem(self, profile, prior, metric, trials) -> dict:
@@ -65,8 +65,11 @@ class OneRunBound:
         """The theorem for k guesses per target scored by ``metric`` on a domain of ``domain_size`` values; with one
         exact guess the whole-prior theorem joins the minimum (``candidates``) where the prior gives distributions."""
         out = bound_theorem(profile, metric, k, domain_size, THEOREM, PURE_THEOREM)
+        out["version"] = DEFAULT_BOUND_VERSION  # the minimum over the theorems that apply (THEORY.md)
         if not out["set_valued"]:
             out["candidates"] = [out["theorem"], WHOLE_PRIOR_THEOREM]
+            if "eps-DP" not in out["reason"]:
+                out["candidates"].append(MMC_THEOREM)  # where its priors apply (p_i = 1/k)
             out["whole_prior_version"] = WHOLE_PRIOR_VERSION
         return out
 

@@ -208,6 +208,9 @@ def pure_epsilon_of(profile) -> float | None:
 #: results computed under the paper's (invalid) one-run theorem can be told apart.
 SPLIT_THEOREM = "split one-run theorem (THEORY.md Thm 1)"
 SPLIT_THEOREM_VERSION = 2
+#: The version of the default bound (the one_run box, count_bound): 2 = Theorem 1 alone; 3 = the minimum over
+#: Theorem 1 (version 2), Theorem 3 (the whole prior, whole_prior.WHOLE_PRIOR_VERSION) and Theorem 3.1.
+DEFAULT_BOUND_VERSION = 3
 
 
 def _check_set_valued(set_valued) -> bool:
@@ -637,7 +640,8 @@ def tail_bound(profile, p=None, v=None, *, distributions=None, return_eps: bool 
     ``whole_prior.Distributions``). With them, for one exact guess, p may be None (p_i = max pi_i) and
     the whole-prior theorem (THEORY.md, Theorem 3) joins: the smaller bound is returned, and
     ``return_eps`` returns the winning theorem's parameter (eps for Theorems 1 and 3.1, the threshold
-    parameter t for Theorem 3).
+    parameter t for Theorem 3, nan for MMC's tail bound, which joins for one exact guess on priors 1/k:
+    stages/bound/MMC_CHECK.md).
     """
     profile = _profile(profile, game)
     set_valued = _check_set_valued(set_valued)
@@ -651,15 +655,42 @@ def tail_bound(profile, p=None, v=None, *, distributions=None, return_eps: bool 
         return (1.0, 0.0) if return_eps else 1.0
     if v > g.n:
         return (0.0, 0.0) if return_eps else 0.0
-    if pure is not None:
-        value, best = _pure_tail(pure, g).value(v), pure
-    else:
-        value, best = _minimise_over_eps(_OneRun(profile, g, set_valued), v, rtol)
+    value, best = _split_tail(profile, g, v, pure, set_valued, rtol)
     if dists is not None:
         whole, t = _whole_prior_tail(profile, dists, v)
         if whole < value:
             value, best = whole, t
+    if not set_valued and pure is None and _mmc_applies(g):
+        from . import prior_work
+
+        mmc = prior_work.mmc_tail_bound(profile, np.repeat(g.values, g.counts), v)
+        if mmc < value:
+            value, best = mmc, math.nan  # MMC's bound has no eps parameter
     return (value, best) if return_eps else value
+
+
+def split_tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7, game: str = "reconstruction",
+                     set_valued: bool = False, collision=None):
+    """Theorem 1 (the split theorem; Theorem 3.1 for an eps-DP profile) alone: ``tail_bound`` without the
+    whole-prior theorem and MMC. Arguments as in tail_bound; the eps returned certifies the value
+    (``tail_bound_at(profile, p, v, eps)`` gives it back)."""
+    profile = _profile(profile, game)
+    set_valued = _check_set_valued(set_valued)
+    pure = pure_epsilon_of(profile)
+    g = _grouped(p, collision if set_valued and pure is None else None)
+    v = _validate.integer("v", v)
+    if v <= 0:
+        return (1.0, 0.0) if return_eps else 1.0
+    if v > g.n:
+        return (0.0, 0.0) if return_eps else 0.0
+    value, best = _split_tail(profile, g, v, pure, set_valued, rtol)
+    return (value, best) if return_eps else value
+
+
+def _split_tail(profile, g: Priors, v: int, pure, set_valued: bool, rtol: float) -> tuple[float, float]:
+    if pure is not None:
+        return _pure_tail(pure, g).value(v), pure
+    return _minimise_over_eps(_OneRun(profile, g, set_valued), v, rtol)
 
 
 def _minimise_over_eps(run: "_OneRun", v: int, rtol: float = 1e-7) -> tuple[float, float]:
@@ -951,8 +982,10 @@ def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: 
                  set_valued: bool = False, collision=None):
     """(counts, {theorem name: counts}): ``count_bound``'s counts and every applicable theorem's own.
 
-    The theorems: Theorem 3.1 (eps-DP profiles), the split theorem (Theorem 1, every other profile), and
-    with ``distributions`` for one exact guess the whole-prior theorem (Theorem 3). ``counts`` is their
+    The theorems: Theorem 3.1 (eps-DP profiles), the split theorem (Theorem 1, every other profile), with
+    ``distributions`` for one exact guess the whole-prior theorem (Theorem 3, skipped on uniform priors), and for
+    one exact guess on priors 1/k (abstentions 0) MMC's one-run count (checked step by step in
+    stages/bound/MMC_CHECK.md; up to MMC_MAX_TARGETS guessed targets). ``counts`` is their
     minimum, per confidence; ``winner(by_theorem)`` names the theorem that gave it. Shapes follow
     ``confidence`` (an int for a scalar).
     """
@@ -963,6 +996,26 @@ def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: 
     conf = _validate.confidence("confidence", confidence)
     confs = np.atleast_1d(conf)
     targets = 1.0 - confs
+    # the same targets bounded again (an attack's variants share the prior and the release's profile): memoised
+    key = (repr(profile), set_valued, g.values.tobytes(), g.counts.tobytes(),
+           None if g.collision is None else g.collision.tobytes(),
+           None if dists is None else (tuple(s.key for s in dists.shapes), dists.counts.tobytes()), confs.tobytes())
+    if key in _COUNTS_MEMO:
+        out, by = _COUNTS_MEMO[key]
+    else:
+        out, by = _count_bounds(profile, g, dists, pure, set_valued, confs, targets)
+        if len(_COUNTS_MEMO) >= 256:
+            _COUNTS_MEMO.clear()
+        _COUNTS_MEMO[key] = (out, by)
+    shape = lambda a: int(a[0]) if conf.ndim == 0 else np.asarray(a).reshape(conf.shape)
+    return shape(out), {name: shape(v) for name, v in by.items()}
+
+
+_COUNTS_MEMO: dict = {}
+
+
+def _count_bounds(profile, g: Priors, dists, pure, set_valued: bool, confs: np.ndarray, targets: np.ndarray):
+    """count_bounds' work: each applicable theorem's counts and their minimum (arrays over the confidences)."""
     by: dict[str, np.ndarray] = {}
     if pure is not None:
         by[PURE_THEOREM] = np.atleast_1d(pure_dp_count_bound(pure, g, confs))
@@ -971,9 +1024,11 @@ def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: 
         by[SPLIT_THEOREM] = np.array((_count_fast if g.n >= _FAST_FROM else _count_exact)(run, targets), dtype=int)
     if dists is not None and not dists.uniform:
         by[whole_prior.WHOLE_PRIOR_THEOREM] = np.array(_whole_prior_counts(profile, dists, targets), dtype=int)
-    out = np.min(np.stack(list(by.values())), axis=0)
-    shape = lambda a: int(a[0]) if conf.ndim == 0 else np.asarray(a).reshape(conf.shape)
-    return shape(out), {name: shape(v) for name, v in by.items()}
+    if not set_valued and pure is None:
+        mmc = _mmc_counts(profile, g, confs)
+        if mmc is not None:
+            by[MMC_THEOREM] = mmc
+    return np.min(np.stack(list(by.values())), axis=0), by
 
 
 def winner(by_theorem: dict) -> list[str] | str:
@@ -982,6 +1037,36 @@ def winner(by_theorem: dict) -> list[str] | str:
     vals = np.stack([np.atleast_1d(np.asarray(v, dtype=float)) for v in by_theorem.values()])
     best = [names[i] for i in np.argmin(vals, axis=0)]
     return best[0] if np.ndim(next(iter(by_theorem.values()))) == 0 else best
+
+
+#: MMC's count in the theorem records, and the most guessed targets it runs on (its recursion is O(n) Python steps
+#: an evaluation: 0.26 s at n = 1e3, 3.5 s at 1e4).
+MMC_THEOREM = "MMC one-run count (Mahloujifar, Melis, Chaudhuri, ICML 2025, Thm 3.2)"
+MMC_MAX_TARGETS = 2000
+
+
+def _mmc_counts(profile: PrivacyProfile, g: Priors, confs: np.ndarray):
+    """MMC's count where its conditions hold (stages/bound/MMC_CHECK.md: one exact guess, independent priors, every
+    guessed target's prior success 1/k for one k, a replace-one profile, which the caller has made it), else None."""
+    from . import prior_work
+
+    if not _mmc_applies(g):
+        return None
+    return np.atleast_1d(prior_work.mmc_bound(profile, np.repeat(g.values, g.counts), confidence=confs)).astype(int)
+
+
+def _mmc_applies(g: Priors) -> bool:
+    """Every guessed target's prior success is 1/k for one k (abstentions 0), at most MMC_MAX_TARGETS guessed."""
+    from . import prior_work
+
+    n_guessed = int(np.sum(g.counts[g.values > 0]))
+    if n_guessed == 0 or n_guessed > MMC_MAX_TARGETS:
+        return False
+    try:
+        prior_work.uniform_candidates(g.values, bound="mmc")
+    except ValueError:
+        return False
+    return True
 
 
 #: Theorem 3.1's name in the theorem records.

@@ -54,7 +54,7 @@ WHOLE_PRIOR_VERSION = 1
 #: A prior with more distinct probabilities than this has its tail rounded up onto a geometric grid.
 MAX_GROUPS = 64
 #: At most this many distinct priors enter Theorem 3's search (more are merged: Distributions.coarsened).
-MAX_SHAPES = 32
+MAX_SHAPES = 16
 #: Of those, the largest probabilities kept exactly.
 _EXACT_TOP = 32
 #: Relative tolerance on sum(distribution) = 1.
@@ -272,6 +272,7 @@ class ExcessCurve:
         seed = np.concatenate([seed, seed + len(eps)])
         # the lines each group's rows use (a line only matters near the group's own P)
         self._seed = set(seed.tolist())
+        self._support = int(np.sum(shape.mult))
         # the row multipliers of every LP solved (for ``dual``: a valid bound at every q)
         self._multipliers: list[np.ndarray] = [np.zeros(shape.probs.size)]
         self._envelope = None
@@ -289,6 +290,10 @@ class ExcessCurve:
             return 0.0
         if q not in self._cache or (fine and q not in self._fine):
             value = self._solve(q, fine)
+            if 0.0 < q <= 1.0 / self._support:
+                # below 1/|support| the best guess's posterior (>= 1/|support|) is never under q, so
+                # phi(q) = sup E[rho*] - q = phi(0) - q exactly (THEORY.md section 8)
+                value = min(value, self(0.0) - q)
             self._cache[q] = min(value, self._cache.get(q, 1.0))
             if fine:
                 self._fine.add(q)

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 from clitools import SMALL, run_cli
+from layouttools import layout_problems
 
 from pipeline.report import (RESULT_COLUMNS, UNREADABLE, ReportError, _table_rows, check_folder, collect, main,
                              report_figure, table_columns)
@@ -74,35 +75,6 @@ def _sweep(root: Path) -> list[list[str]]:
     return jobs
 
 
-def _texts(fig) -> list:
-    """Every visible, non-empty text of the figure: captions, titles, axis labels, tick labels, legend."""
-    texts = list(fig.texts)
-    for ax in fig.axes:
-        if not ax.get_visible():
-            continue
-        texts += [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts]
-        texts += ax.get_xticklabels() + ax.get_yticklabels()
-    for legend in fig.legends:
-        texts += [legend.get_title(), *legend.get_texts()]
-    return [t for t in texts if t.get_visible() and t.get_text().strip()]
-
-
-def _layout_problems(fig) -> list[str]:
-    """Texts that leave the canvas, and pairs of texts that overlap (tick labels of one axis with each other,
-    and every other pair)."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    canvas = fig.bbox
-    boxes = [(t, t.get_window_extent(renderer)) for t in _texts(fig)]
-    problems = [f"{t.get_text()!r} leaves the canvas" for t, b in boxes
-                if b.x0 < canvas.x0 - 1 or b.y0 < canvas.y0 - 1 or b.x1 > canvas.x1 + 1 or b.y1 > canvas.y1 + 1]
-    for i, (t1, b1) in enumerate(boxes):
-        for t2, b2 in boxes[i + 1:]:
-            if b1.overlaps(b2) and b1.intersection(b1, b2).width > 1 and b1.intersection(b1, b2).height > 1:
-                problems.append(f"{t1.get_text()!r} overlaps {t2.get_text()!r}")
-    return problems
-
-
 def test_panels_and_legend_come_from_the_swept_config_keys_only(tmp_path):
     """Issue 23 item 1: panel titles showed results ("plain_success_mean=55.0, prior.targets=[SEX]")."""
     _sweep(tmp_path)
@@ -114,7 +86,7 @@ def test_panels_and_legend_come_from_the_swept_config_keys_only(tmp_path):
         result_words = [*RESULT_COLUMNS, "success_mean", "exceed", "bound_", "plain"]
         for title in titles:
             assert not any(word in title for word in result_words), title
-        assert not _layout_problems(fig), _layout_problems(fig)
+        assert not layout_problems(fig), layout_problems(fig)
     finally:
         import matplotlib.pyplot as plt
 
@@ -160,7 +132,7 @@ def test_one_panel_with_an_inf_job_fits_its_canvas(tmp_path):
     rows = [r for r in collect(tmp_path) if r["prior.targets"] == "[SEX]"]
     fig = report_figure(rows)
     try:
-        assert not _layout_problems(fig), _layout_problems(fig)
+        assert not layout_problems(fig), layout_problems(fig)
     finally:
         import matplotlib.pyplot as plt
 
@@ -302,7 +274,7 @@ def test_report_of_the_readmes_tabular_sweeps_with_variants_and_inf(tmp_path):
             labels = [line.get_label() for line in ax.get_lines()]
             assert labels.count("attack variant: plain (mean)") == 2  # at eps = 1 and not private
             assert labels.count("bound @ 0.95") == 1
-        assert not _layout_problems(fig), _layout_problems(fig)
+        assert not layout_problems(fig), layout_problems(fig)
     finally:
         import matplotlib.pyplot as plt
 

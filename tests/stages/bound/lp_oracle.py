@@ -3,7 +3,10 @@
 Independent of the library's bound code: it imports nothing from `stages`, and takes plain numbers.
 
 The game. n targets hold secrets X_1..X_n, independent, X_i ~ prior_i on the domain {0, .., d-1}
-(d = 2 or 3; the priors may differ per target). A mechanism M maps the dataset x = (x_1..x_n) to a
+(any d >= 2; the priors may differ per target, and a zero-padded prior is a smaller domain). The LP has
+d^n datasets and d^n outputs (guess vectors), so (d^n)^2 mechanism entries and, per (eps, delta) with
+delta > 0, n (d - 1) d^n * d^n auxiliaries: n = 1 with d <= 10 and n = 2 with d <= 5 ((eps, delta): ~1 s
+at d = 5, ~15 s at d = 6) or d <= 3 under a dozen GDP constraints are fast. A mechanism M maps the dataset x = (x_1..x_n) to a
 random output. It is constrained, for every ordered pair (x, x') of replace-one neighbours (x and x'
 differ in exactly one coordinate) and every (eps_k, delta_k) in `constraints`, by the exact
 hockey-stick form of (eps, delta)-DP:
@@ -30,7 +33,12 @@ by a rational *lower* bound, so a mechanism that passes `check_mechanism` is (ep
 true e^eps (a smaller multiplier only makes the hockey-stick divergence larger).
 
 `oracle_grid()` lists ~60 small cases and `oracle_value(case)` solves one (cached), so that every
-library bound can be compared with the exact worst case. Tests in tests/stages/bound import it as
+library bound can be compared with the exact worst case. `whole_prior_grid()` (issue 21) adds skewed,
+Zipf and made-up conditional priors over up to 10 values at n = 1 and up to 5 at n = 2, for the
+whole-prior theorem; at n = 1 `threshold_excess` / `threshold_value` give the exact one-target excess
+phi(q) = max E[(rho - q)_+]. For mu-GDP, where the finite-eps LP is only an upper bound on the truth,
+`gaussian_simplex_success` and `gaussian_binary_excess` give what certified mu-GDP mechanisms attain
+(lower bounds on the truth). Tests in tests/stages/bound import it as
 `import lp_oracle` (pytest puts the test file's folder on sys.path; tests/stages/bound has no __init__.py).
 """
 from __future__ import annotations
@@ -47,6 +55,8 @@ __all__ = [
     "Mechanism", "worst_case_success", "check_mechanism", "dp_violation", "success_probability",
     "subsets", "windows", "gdp_delta", "gdp_eps_grid", "gdp_constraints", "beta",
     "pure_dp_tail", "oracle_grid", "oracle_value", "oracle_solve", "case_name",
+    "threshold_excess", "zipf_prior", "gaussian_simplex_success", "gaussian_binary_excess",
+    "WHOLE_PRIORS", "whole_prior_grid", "threshold_value",
 ]
 
 
@@ -142,12 +152,49 @@ def worst_case_success(n: int, domain: int | Sequence[Any], prior, v: int,
     priors = _priors(prior, n, d)
     datasets = list(itertools.product(range(d), repeat=n))
     outputs = _outputs(n, d, success)
-    D, O = len(datasets), len(outputs)
-    nm = D * O
-
     px = np.array([math.prod(priors[i][xi] for i, xi in enumerate(x)) for x in datasets])
     win = np.array([[_hits(x, o) >= v for o in outputs] for x in datasets], dtype=float)
-    c_m = -(px[:, None] * win).ravel()
+    return _solve_lp(n, d, datasets, outputs, px[:, None] * win, constraints)
+
+
+def threshold_excess(domain: int | Sequence[Any], prior, q: float,
+                     constraints: Sequence[tuple[float, float]]) -> tuple[float, Mechanism]:
+    """One target (n = 1): max E[(rho - q)_+] over ALL mechanisms meeting every (eps, delta) in constraints,
+    rho = max_z Pr[X = z | output] the posterior success of the Bayes-optimal guess.
+
+    By post-processing the output is WLOG "guess z, counted" (z in the domain) or one "not counted"
+    output (index d): an output o with rho(o) > q is mapped to (argmax posterior, counted), every other
+    one to "not counted" (merging outputs whose terms are all positive, or all dropped, changes nothing,
+    and post-processing keeps the constraints). The LP maximises
+
+        sum_z [pi(z) M(z|z) - q sum_x pi(x) M(z|x)]   (z over the counted outputs),
+
+    which is <= E[(rho - q)_+] for the mechanism it describes ((rho(z) - q) Pr[z] >= Pr[X = z, z] - q Pr[z])
+    and >= it for every mechanism after the post-processing above: the optimum is exactly
+    phi(q) = sup_M E[(rho - q)_+]. At q = 0 it is worst_case_success(1, domain, prior, 1, constraints).
+    Outputs of the returned Mechanism: (z,) for "guess z, counted" and (None,) for "not counted".
+    """
+    d = _domain_size(domain)
+    q = float(q)
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"need 0 <= q <= 1, got {q}")
+    (pi,) = _priors(prior, 1, d)
+    datasets = [(x,) for x in range(d)]
+    outputs = [(z,) for z in range(d)] + [(None,)]
+    gain = np.zeros((d, d + 1))
+    for x in range(d):
+        for z in range(d):
+            gain[x, z] = pi[x] * ((x == z) - q)
+    return _solve_lp(1, d, datasets, outputs, gain, constraints)
+
+
+def _solve_lp(n: int, d: int, datasets: list, outputs: list, gain: np.ndarray,
+              constraints: Sequence[tuple[float, float]]) -> tuple[float, Mechanism]:
+    """max sum_{x, o} gain[x, o] M(o|x) over row-stochastic M meeting the hockey-stick constraints between
+    every ordered replace-one neighbour pair of datasets (product order over {0..d-1}^n)."""
+    D, O = len(datasets), len(outputs)
+    nm = D * O
+    c_m = -np.asarray(gain, dtype=float).ravel()
 
     pairs = np.array(_neighbours(n, d))
     P = len(pairs)
@@ -348,6 +395,74 @@ def pure_dp_tail(betas: Sequence[float], v: int) -> float:
     return total
 
 
+def gaussian_simplex_success(mu: float, prior) -> float:
+    """Bayes-optimal success of one exact guess against a certified mu-GDP mechanism on k values: a *lower*
+    bound, accurate to ~1e-12.
+
+    The mechanism releases c_x + N(0, I_{k-1}), c_0..c_{k-1} the vertices of a regular simplex with edge mu
+    in R^{k-1}: every pair of rows is a Gaussian shift by exactly mu, so it is mu-GDP (Dong, Roth & Su) for any
+    two values, i.e. for every pair of neighbours at n = 1 (and, applied coordinate-wise, at every n).
+    Given X = x the MAP guess is right iff for every z != x with pi(z) > 0,
+    N.(c_z - c_x)/mu < b_xz := mu/2 + log(pi(x)/pi(z))/mu. The k - 1 projections W_z = N.(c_z - c_x)/mu
+    are standard normals with pairwise correlation 1/2 (|c_z - c_w|^2 = mu^2), W_z = (Z_0 + Z_z)/sqrt(2)
+    with Z's iid N(0, 1), so
+
+        Pr[right | x] = int phi(t) prod_{z != x} Phi(sqrt(2) b_xz - t) dt,
+
+    a one-dimensional integral (scipy quad). The value returned subtracts quad's error estimate (and 1e-12),
+    so it is at most the mechanism's true success. For k = 2 this is a Phi(b_01) + (1 - a) Phi(b_10), the
+    Gaussian trade-off's Bayes success (riskcal's 1 - Bayes risk).
+    """
+    from scipy import integrate, special as sp
+
+    pi = np.asarray(prior, dtype=float)
+    pi = pi[pi > 0]
+    if mu <= 0:
+        return float(pi.max())
+    total, err = 0.0, 0.0
+    for x, px in enumerate(pi):
+        others = np.delete(pi, x)
+        if others.size == 0:
+            total += px
+            continue
+        thr = math.sqrt(2.0) * (mu / 2.0 + np.log(px / others) / mu)
+
+        def f(t, thr=thr):
+            return math.exp(-t * t / 2.0) / math.sqrt(2.0 * math.pi) * float(np.prod(sp.ndtr(thr - t)))
+
+        val, e = integrate.quad(f, -np.inf, np.inf, epsabs=1e-13, epsrel=1e-12, limit=200)
+        total += px * val
+        err += px * e
+    return float(total - err - 1e-12)
+
+
+def gaussian_binary_excess(mu: float, a: float, q: float) -> float:
+    """E[(rho - q)_+] for the Gaussian mechanism N(0, 1) vs N(mu, 1) (exactly mu-GDP) on a prior (a, 1 - a),
+    rho = the posterior of the MAP guess; closed form (A = a phi(y), B = (1 - a) phi(y - mu)):
+
+    * q <= 1/2: rho >= 1/2 >= q everywhere, so it is success - q, success = a Phi(y0) + (1 - a) Phi(mu - y0),
+      y0 = mu/2 + log(a/(1 - a))/mu;
+    * q >= 1/2: at most one of (1 - q) A - q B, (1 - q) B - q A is positive, and
+      int ((1 - q) A - q B)_+ = (1 - q) a Phi(y1) - q (1 - a) Phi(y1 - mu), y1 = mu/2 + log((1 - q) a / (q (1 - a)))/mu,
+      int ((1 - q) B - q A)_+ = (1 - q)(1 - a) Phi(mu - y2) - q a Phi(-y2), y2 = mu/2 + log(q a / ((1 - q)(1 - a)))/mu.
+
+    A lower bound on the true worst case phi(q) for mu-GDP (this is one mu-GDP mechanism).
+    """
+    a, q = float(a), float(q)
+    if q >= 1.0:
+        return 0.0
+    if a in (0.0, 1.0):
+        return max(0.0, 1.0 - q)
+    if q <= 0.5:
+        y0 = mu / 2 + math.log(a / (1 - a)) / mu
+        return a * _Phi(y0) + (1 - a) * _Phi(mu - y0) - q
+    y1 = mu / 2 + math.log((1 - q) * a / (q * (1 - a))) / mu
+    y2 = mu / 2 + math.log(q * a / ((1 - q) * (1 - a))) / mu
+    first = (1 - q) * a * _Phi(y1) - q * (1 - a) * _Phi(y1 - mu)
+    second = (1 - q) * (1 - a) * _Phi(mu - y2) - q * a * _Phi(-y2)
+    return max(0.0, first) + max(0.0, second)
+
+
 # --------------------------------------------------------------------------------------------
 # The oracle grid
 # --------------------------------------------------------------------------------------------
@@ -376,8 +491,9 @@ def _case(n, d, priors, v, *, constraints=None, mu=None, eps_grid=None, success=
 
 def case_name(case: Mapping) -> str:
     pr = case["priors"]
-    prior = ("u" if len(set(pr)) == 1 and len(set(pr[0])) == 1 else
-             "/".join(",".join(f"{q:g}" for q in t) for t in (sorted(set(pr), key=pr.index))))
+    prior = case.get("label") or (
+        "u" if len(set(pr)) == 1 and len(set(pr[0])) == 1 else
+        "/".join(",".join(f"{q:g}" for q in t) for t in (sorted(set(pr), key=pr.index))))
     succ = "exact" if case["success"] == "exact" else "sets" + "".join(
         "{" + "".join(map(str, s)) + "}" for s in case["success"][1])
     if case["kind"] == "gdp":
@@ -473,3 +589,139 @@ def oracle_solve(case: Mapping) -> tuple[float, Mechanism]:
 def oracle_value(case: Mapping) -> float:
     """The oracle's optimum for a grid case (cached across calls)."""
     return oracle_solve(case)[0]
+
+
+# --------------------------------------------------------------------------------------------
+# The whole-prior grid (issue 21, item 3): skewed, Zipf and conditional priors over up to 10 values
+# --------------------------------------------------------------------------------------------
+def zipf_prior(d: int, s: float) -> tuple[float, ...]:
+    """Zipf over d values with exponent s: pi(r) proportional to r^-s, r = 1..d (descending)."""
+    w = np.arange(1, d + 1, dtype=float) ** -float(s)
+    return tuple(float(x) for x in w / w.sum())
+
+
+def _normalised(*w) -> tuple[float, ...]:
+    arr = np.asarray(w, dtype=float)
+    return tuple(float(x) for x in arr / arr.sum())
+
+
+#: Named priors of the whole-prior grid: family -> {label: prior}. "conditional" ones are made up to look like
+#: the ACS-style conditionals of a Bayesian network (a column given its parents); none comes from data.
+WHOLE_PRIORS: dict[str, dict[str, tuple[float, ...]]] = {
+    "uniform": {f"U{d}": tuple([1.0 / d] * d) for d in (2, 3, 4, 5, 10)},
+    "skewed": {
+        "B.55": (0.55, 0.45), "B.7": (0.7, 0.3), "B.9": (0.9, 0.1), "B.99": (0.99, 0.01),
+        "T.5/.3/.2": (0.5, 0.3, 0.2), "T.8/.15/.05": (0.8, 0.15, 0.05), "T.45/.45/.1": (0.45, 0.45, 0.1),
+        "Q.6/.2/.1/.1": (0.6, 0.2, 0.1, 0.1),
+        "heavy10": (0.6,) + tuple([0.4 / 9] * 9),  # one value with 0.6, nine tied
+    },
+    "zipf": {
+        **{f"Z10^{s:g}": zipf_prior(10, s) for s in (1.0, 1.25, 1.5, 1.84, 2.0)},
+        "Z3^1.5": zipf_prior(3, 1.5), "Z4^1.0": zipf_prior(4, 1.0), "Z4^2.0": zipf_prior(4, 2.0),
+        "Z5^1.84": zipf_prior(5, 1.84),
+    },
+    "conditional": {
+        "sex|occ": (0.61, 0.39),
+        "marital|age": _normalised(0.52, 0.36, 0.08, 0.04),
+        "marital5|age": _normalised(0.52, 0.33, 0.08, 0.05, 0.02),
+        "edu|occ": _normalised(0.34, 0.27, 0.19, 0.11, 0.06, 0.03),
+        "race|county": _normalised(0.71, 0.12, 0.08, 0.05, 0.02, 0.01, 0.01),
+        "income|edu": _normalised(0.15, 0.14, 0.13, 0.12, 0.10, 0.10, 0.08, 0.08, 0.06, 0.04),
+        "class|occ": _normalised(0.74, 0.08, 0.07, 0.06, 0.03, 0.02),
+        "hours|age": _normalised(0.48, 0.22, 0.15, 0.09, 0.04, 0.02),
+    },
+}
+
+#: Privacy of the grid: (eps, delta)-DP, pure eps-DP, mu-GDP (finite-eps relaxation).
+WP_APPROX_1 = ((1.0, 1e-2), (0.5, 1e-3), (2.0, 1e-5))
+WP_PURE_1 = (0.5, 1.0, 2.0)
+WP_GDP_1 = (0.268, 1.0, 2.0)
+WP_GDP_EPS_1 = 16  # as in issue 21's measurement; d = 10 under 30 eps takes ~6 s an LP
+WP_APPROX_2 = ((1.0, 1e-2), (0.5, 0.05))
+WP_PURE_2 = (1.0,)
+WP_GDP_2 = (1.0,)
+WP_GDP_EPS_2 = 12
+#: n = 2 priors (label -> the two targets' priors, padded with zeros to a common domain).
+_PAIRS_2 = {
+    "U2": ("U2", "U2"), "U3": ("U3", "U3"), "U4": ("U4", "U4"),
+    "B.7": ("B.7", "B.7"), "B.9": ("B.9", "B.9"), "T.5/.3/.2": ("T.5/.3/.2", "T.5/.3/.2"),
+    "Q.6/.2/.1/.1": ("Q.6/.2/.1/.1", "Q.6/.2/.1/.1"),
+    "Z3^1.5": ("Z3^1.5", "Z3^1.5"), "Z4^1.0": ("Z4^1.0", "Z4^1.0"), "Z4^2.0": ("Z4^2.0", "Z4^2.0"),
+    "Z5^1.84": ("Z5^1.84", "Z5^1.84"),
+    "sex|occ": ("sex|occ", "sex|occ"), "marital|age": ("marital|age", "marital|age"),
+    "marital5|age": ("marital5|age", "marital5|age"),
+    "Z4^1.0+U4": ("Z4^1.0", "U4"), "B.9+Z4^2.0": ("B.9", "Z4^2.0"), "B.7+T.5/.3/.2": ("B.7", "T.5/.3/.2"),
+}
+#: Thresholds of the n = 1 excess check, as functions of p = max pi.
+_THRESHOLDS = (lambda p: 0.0, lambda p: p / 2, lambda p: p, lambda p: (p + 1) / 2, lambda p: 0.95)
+
+
+def _family(label: str) -> str:
+    for fam, table in WHOLE_PRIORS.items():
+        if label in table:
+            return fam
+    raise KeyError(label)
+
+
+def whole_prior_grid() -> list[dict]:
+    """Cases for the whole-prior theorem (one exact guess): n = 1 over every prior of WHOLE_PRIORS (2..10
+    values) and n = 2 over _PAIRS_2 (2..5 values; GDP only up to 3), v in 1..n; each privacy kind.
+
+    Each case is an ``oracle_grid`` case (``oracle_value`` solves it: exact for "approx"/"pure", a relaxation
+    >= the truth for "gdp") with also: ``family`` (uniform/skewed/zipf/conditional; n = 2 pairs of different
+    families are "mixed"), ``label`` (the prior's name in WHOLE_PRIORS, also in ``name``), ``slow`` (left to
+    the slow test run: the fast run keeps one privacy setting per kind), and for n = 1 ``thresholds`` (the q at which phi(q) is
+    checked, ``threshold_value(case, q)``).
+    """
+    out = []
+
+    def add(n, labels, v, slow, **kw):
+        pri = [WHOLE_PRIORS[_family(lb)][lb] for lb in labels]
+        d = max(len(p) for p in pri)
+        pri = [tuple(p) + (0.0,) * (d - len(p)) for p in pri]
+        fams = {_family(lb) for lb in labels}
+        case = _case(n, d, pri, v, **kw)
+        case["family"] = fams.pop() if len(fams) == 1 else "mixed"
+        case["label"] = labels[0] if len(set(labels)) == 1 else "+".join(labels)
+        case["slow"] = slow
+        if n == 1:  # (GDP: the threshold LPs only for d <= 5, as they are only reported there)
+            p = max(pri[0])
+            case["thresholds"] = (tuple(sorted({round(float(f(p)), 12) for f in _THRESHOLDS}))
+                                  if case["kind"] != "gdp" or d <= 5 else ())
+        case["name"] = case_name(case)
+        out.append(case)
+
+    for fam, table in WHOLE_PRIORS.items():
+        for lb, pr in table.items():
+            d = len(pr)
+            for i, (e, dl) in enumerate(WP_APPROX_1):
+                add(1, [lb], 1, i > 0, constraints=[(e, dl)])
+            for i, e in enumerate(WP_PURE_1):
+                add(1, [lb], 1, i != 1, constraints=[(e, 0.0)])
+            for mu in WP_GDP_1:
+                add(1, [lb], 1, mu != 1.0 or d > 5, mu=mu, eps_grid=gdp_eps_grid(mu, WP_GDP_EPS_1))
+    for label, labels in _PAIRS_2.items():
+        d = max(len(WHOLE_PRIORS[_family(lb)][lb]) for lb in labels)
+        for v in (1, 2):
+            for i, (e, dl) in enumerate(WP_APPROX_2):
+                add(2, list(labels), v, i > 0 or d >= 5, constraints=[(e, dl)])
+            for e in WP_PURE_2:
+                add(2, list(labels), v, d >= 5, constraints=[(e, 0.0)])
+            if d <= 3:
+                for mu in WP_GDP_2:
+                    add(2, list(labels), v, d > 2, mu=mu, eps_grid=gdp_eps_grid(mu, WP_GDP_EPS_2))
+    return out
+
+
+_TCACHE: dict[tuple, float] = {}
+
+
+def threshold_value(case: Mapping, q: float) -> float:
+    """``threshold_excess`` for an n = 1 grid case at q (cached): phi(q) exactly ("approx"/"pure"), or the
+    finite-eps relaxation's value (>= the truth) for "gdp"."""
+    if case["n"] != 1:
+        raise ValueError("threshold_value is for one-target cases")
+    key = _key(case) + (float(q),)
+    if key not in _TCACHE:
+        _TCACHE[key] = threshold_excess(case["domain"], list(case["priors"][0]), float(q), case["constraints"])[0]
+    return _TCACHE[key]

@@ -23,7 +23,7 @@ import lp_oracle as L
 from stages.bound import best_bound, count_bound, success_bound, tail_bound
 from stages.bound import prior_work
 from stages.bound.profiles import ApproxDP, GaussianDP, PureDP
-from stages.bound.theorems import expected_tail
+from stages.bound.theorems import expected_tail, split_tail_bound
 
 GRID = L.oracle_grid()
 #: How far a certified value may sit below the LP optimum (the LP is solved to 1e-10).
@@ -46,8 +46,8 @@ def _collision(case):
 def library_tail(case) -> tuple[float, float]:
     """(the library's tail bound, the eps that certifies it) for a grid case."""
     set_valued = case["success"] != "exact"
-    value, eps = tail_bound(_profile(case), list(case["p"]), case["v"], return_eps=True, set_valued=set_valued,
-                            collision=_collision(case) if set_valued else None)
+    value, eps = split_tail_bound(_profile(case), list(case["p"]), case["v"], return_eps=True, set_valued=set_valued,
+                                  collision=_collision(case) if set_valued else None)
     return value, eps
 
 

@@ -267,10 +267,11 @@ def test_tail_bound_not_above_dense_grid(profile, p, v, top):
     is attained at the returned eps (a valid bound, never interpolated)."""
     grid = np.unique(np.concatenate([np.linspace(0.0, top, 15000), np.geomspace(1e-6, top, 5000)]))
     vals = one_run_reference(profile.replace_one(), p, grid, vs=[v])[:, v]  # the game replaces records
-    value, eps = T.tail_bound(profile, p, v, return_eps=True)
+    value, eps = T.split_tail_bound(profile, p, v, return_eps=True)
     assert value <= vals.min() * (1 + 1e-6)
     assert value == T.tail_bound_at(profile, p, v, eps)
-    assert T.tail_bound(profile, p, v) == value
+    assert T.split_tail_bound(profile, p, v) == value
+    assert T.tail_bound(profile, p, v) <= value  # the default: the minimum over the theorems (MMC on 1/k priors)
     assert 0.0 <= value <= 1.0
 
 
@@ -408,6 +409,8 @@ def test_count_bound_uniform_prior_and_scalar():
     c = T.count_bound(GaussianDP(1.0), np.full(1000, 1e-3), 0.95)
     assert isinstance(c, int)
     assert T.tail_bound(GaussianDP(1.0), np.full(1000, 1e-3), c + 1) <= 0.05 * (1 + 1e-6)
+    _, by = T.count_bounds(GaussianDP(1.0), np.full(1000, 1e-3), 0.95)
+    assert c == min(by.values()) and T.MMC_THEOREM in by  # uniform priors 1/k: MMC's count joins
 
 
 # --------------------------------------------------------------------------------------------
