@@ -73,6 +73,10 @@ _CUT_TOL = 1e-11
 #: distinct probabilities.
 _POLISH_ROUNDS = 3
 _POLISH_GROUPS = 16
+#: The Lagrangian dual bound reads the multipliers of the LPs solved at the nearest thresholds, and every
+#: _DUAL_THIN-th line of the profile's grid.
+_DUAL_NEAREST = 4
+_DUAL_THIN = 2
 #: Added to every Lagrangian dual value: covers the breakpoints' rounding (a few ulps of P).
 _DUAL_SLACK = 1e-12
 #: A cut adds the violated line and this many neighbours on each side (on the eps grid).
@@ -275,6 +279,7 @@ class ExcessCurve:
         self._support = int(np.sum(shape.mult))
         # the row multipliers of every LP solved (for ``dual``: a valid bound at every q)
         self._multipliers: list[np.ndarray] = [np.zeros(shape.probs.size)]
+        self._multiplier_q: list[float] = [math.nan]
         self._envelope = None
         self._active = [set(self._seed) for _ in range(shape.probs.size)]
         self._bound: list[set] = [set() for _ in range(shape.probs.size)]
@@ -331,7 +336,9 @@ class ExcessCurve:
         """
         P, g = self._breakpoints()
         pi, m = self.shape.probs, self.shape.mult.astype(float)
-        nu = np.stack(self._multipliers)  # (J, G)
+        # any multipliers are valid: those of the LPs solved nearest q (and nu = 0) are the ones that fit
+        near = sorted(range(1, len(self._multipliers)), key=lambda j: abs(self._multiplier_q[j] - q))[:_DUAL_NEAREST]
+        nu = np.stack([self._multipliers[0]] + [self._multipliers[j] for j in near])  # (J, G)
         lam = nu @ m  # (J,)
         alpha = (1.0 - q) * pi[None, :] - nu
         beta = q * (1.0 - pi)[None, :] + lam[:, None] - nu
@@ -345,7 +352,10 @@ class ExcessCurve:
         """(P_k, g(P_k)): 0, 1 and every breakpoint in [0, 1] of g(P) = max(0, max_l s_l P - c_l) over the
         profile's line grid (the upper envelope of the lines, by slope; g evaluated exactly at each point)."""
         if self._envelope is None:
-            s_all, c_all = self._all_s[: 2 * len(self._eps)], self._all_c[: 2 * len(self._eps)]
+            # every _DUAL_THIN-th line of the grid (a subset of the lines: a smaller g, a valid relaxation)
+            E = len(self._eps)
+            pick = np.concatenate([np.arange(0, E, _DUAL_THIN), E + np.arange(0, E, _DUAL_THIN)])
+            s_all, c_all = self._all_s[pick], self._all_c[pick]
             s = np.concatenate([[0.0], s_all])
             c = np.concatenate([[0.0], c_all])
             order = np.lexsort((c, s))  # by slope, the highest line (smallest c) first among equal slopes
@@ -433,6 +443,7 @@ class ExcessCurve:
             self._bound[int(g)].add(int(j))
         self._active = kept
         self._multipliers.append(rows_nu)
+        self._multiplier_q.append(q)
         return float(min(1.0, max(0.0, value)))
 
 
