@@ -11,7 +11,9 @@ Stages (pipeline.cache): the played trials (`trials`, keyed by the four game box
 every data file they read, the seed and the trials), and inside them, per trial, the release when the
 mechanism declares `cache_release` (a DP-SGD training, a table's marginals) and an attack's metric-free
 `prepare` step (RAP's relaxed table), so a sweep over bounds, confidences, metrics or target columns plays
-each expensive step once, and an edited data file plays them again. The bound box then turns the
+each expensive step once, and an edited data file plays them again. A mechanism that trains several trials
+together (trials_side_by_side: DP-SGD) gets the uncached trials' records before the loop and caches each
+trial's release as its own entry; the loop then plays every trial as usual. The bound box then turns the
 mechanism's privacy profile and the law(s) into counts at the configured confidences.
 
 What a trial keeps does not grow with the number of targets beyond what the bounds need: its

@@ -401,6 +401,19 @@ def _wrap(text: str, width: int) -> str:
     return "\n".join(textwrap.wrap(text, width)) or text
 
 
+def _theorem_summary(names: list[str]) -> str:
+    """One short phrase for several jobs' theorem records (each job's exact name is in the report's table): the
+    theorems that gave the numbers, each named once."""
+    parts = []
+    for known in ("whole-prior theorem (THEORY.md Thm 3)", "split one-run theorem (THEORY.md Thm 1)", "MMC one-run count",
+                  "Theorem 3.1"):
+        if any(known in name for name in names):
+            parts.append(known)
+    others = [n for n in names if not any(k in n for k in parts)]
+    return ("the smallest of " + ", ".join(parts) + " per job and confidence (report.csv names each)"
+            if parts and not others else "/".join(names))
+
+
 def _is_private(row: dict[str, Any]) -> bool:
     return bool(row.get("private", True)) and row.get("epsilon") is not None
 
@@ -529,7 +542,8 @@ def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
         title = label
         panel_theorems = sorted({str(r.get("bound_theorem")) for r in private if r.get("bound_theorem")})
         if not one_theorem and panel_theorems:
-            title += "; bound: " + "/".join(panel_theorems)
+            title += "; bound: " + (panel_theorems[0] if len(panel_theorems) == 1 else
+                                    _theorem_summary(panel_theorems))
         ax.set_title(_wrap(title, int(width * 13)), fontsize=7.5)
         ax.grid(alpha=0.3)
     for ax in flat[len(series):]:

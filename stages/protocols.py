@@ -19,7 +19,9 @@ Optional hooks a box may add (the game uses them when present):
   ``per_trial = True`` when ``for_trial`` depends on X.
 - mechanism: ``for_prior(prior)`` (a copy bound to what the prior's records look like, e.g. the table's
   domain and known columns), ``release_stage(config, X, seed, trial)`` (its own cache key),
-  ``release_arrays(a)`` / ``release_from_arrays(arrays)`` (how a release is stored), ``privacy()``.
+  ``release_arrays(a)`` / ``release_from_arrays(arrays)`` (how a release is stored), ``privacy()``,
+  ``trials_side_by_side(n)`` / ``release_side_by_side(Xs, rngs)`` (how many of n trials it releases together, and
+  their releases: DP-SGD's trials trained as one stacked computation; each is cached as its own trial's release).
 - attack: ``variants()`` (other attacks scored on the same release), ``prepare(a, law, mechanism)`` /
   ``decide(prepared, law, metric)`` (an expensive, metric-free step cached per trial, then the guess),
   ``observed()`` (per-trial numbers the attack reports, e.g. a fitted temperature), ``k``.

@@ -1041,7 +1041,7 @@ def winner(by_theorem: dict) -> list[str] | str:
 
 #: MMC's count in the theorem records, and the most guessed targets it runs on (its recursion is O(n) Python steps
 #: an evaluation: 0.26 s at n = 1e3, 3.5 s at 1e4).
-MMC_THEOREM = "MMC one-run count (Mahloujifar, Melis, Chaudhuri, ICML 2025, Thm 3.2)"
+MMC_THEOREM = "MMC one-run count (ICML 2025 Thm 3.2)"
 MMC_MAX_TARGETS = 2000
 
 

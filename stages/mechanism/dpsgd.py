@@ -28,6 +28,14 @@ PrivacyEngine (for comparison and the benchmark; with `trainable: body` GPT-2's 
 equivalent nn.Linear and LlamaRMSNorm becomes torch's nn.RMSNorm, which opacus knows); `none` is the
 non-private baseline (no clipping, no noise, plain SGD on every trained parameter).
 
+Trials side by side (`side_by_side`, default auto; the game hands its trials to release_side_by_side): R trials
+train as one stacked computation (_trial_stack: the new rows [R, n_new, d] and, for body, one body copy whose
+trained layers carry a leading trial axis), their batches as one trial-major batch, each trial with its own
+canaries, Poisson batches, clipping, noise and dropout masks drawn from its own seeds in its own order, so a trial
+equals its training alone up to float round-off (the order of additions in batched matmuls; tested to 1e-4 on the
+tiny models). trials_side_by_side(R) decides how many go together from a memory estimate made before training
+(side_by_side_bytes against the free memory of the model's device). clipping fast and none only.
+
 Privacy: the noise multiplier sigma is the smallest whose `stages.bound.profiles.DPSGD(sigma, q,
 steps, neighboring="replace_one")` profile meets (epsilon, delta) — the profile the bound then uses,
 so training and bound cannot disagree. Replacing a canary moves the clipped sum by up to 2C, so this
@@ -44,6 +52,7 @@ the whole vocabulary.
 from __future__ import annotations
 
 import copy
+import logging
 import math
 from typing import Any
 
@@ -54,6 +63,8 @@ from stages.bound.profiles import DPSGD as DPSGDProfile
 from stages.mechanism import check_records, gaussian_mu, judge_privacy
 
 __all__ = ["DPSGDFineTuning", "calibrate_noise_multiplier", "opacus_epsilon", "CLIPPING", "TRAINABLE"]
+
+log = logging.getLogger(__name__)
 
 CLIPPING = ("fast", "ghost", "hooks", "none")
 #: What a clipping=none run says about its privacy (metrics.json, figures).
@@ -126,6 +137,23 @@ def calibrate_noise_multiplier(epsilon: float, delta: float, sample_rate: float,
         else:
             lo = mid
     return hi
+
+
+def _side_by_side_setting(value: Any, clipping: str) -> str | int | bool:
+    """side_by_side as given: "auto" (true too), false (one trial at a time; 0, 1 and "off" too) or a number of
+    trials >= 2 (at most that many together, memory permitting)."""
+    if value is True or value == "auto":
+        return "auto"
+    if value is False or value is None or value in ("off", "false"):
+        return False
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0:
+        if value <= 1:
+            return False
+        if clipping in ("ghost", "hooks"):
+            raise ValueError(f"side_by_side={int(value)} needs clipping fast or none (opacus trains one model at a time), "
+                             f"got clipping={clipping}; set side_by_side to auto or false.")
+        return int(value)
+    raise ValueError(f"side_by_side must be auto, false or a number of trials trained together (>= 1), got {value!r}.")
 
 
 #: Bounds of calibrate_noise_multiplier's loops: nudges of the closed form (1e-9 relative, doubling: up to a
@@ -272,6 +300,297 @@ def _opacus_ready(module) -> None:
             setattr(parent, child_name, new)
 
 
+# -- trials side by side: R trials' canary models as one module ----------------------------------------
+
+#: Share of the free memory (the GPU's on CUDA, else this process's) that trials side by side may fill.
+SIDE_BY_SIDE_MEMORY_FRACTION = 0.5
+#: Margin on the per-trial memory estimate (allocator slack, temporaries the estimate does not name).
+SIDE_BY_SIDE_MARGIN = 1.5
+
+
+def _layer_kind(layer) -> str | None:
+    """linear | conv1d | layernorm | rmsnorm for the body layer types clipping=fast (and side by side) handle, else None."""
+    from torch import nn
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+    from transformers.pytorch_utils import Conv1D
+
+    kinds = ((nn.Linear, "linear"), (Conv1D, "conv1d"), (nn.LayerNorm, "layernorm"), (LlamaRMSNorm, "rmsnorm"))
+    kind = next((k for cls, k in kinds if type(layer) is cls), None)
+    if kind == "layernorm" and len(layer.normalized_shape) != 1:
+        return None
+    return kind
+
+
+def _body_layers(body) -> list:
+    """(parent, name, layer) of every body module holding parameters of its own, nn.Embedding tables aside."""
+    from torch import nn
+
+    out = []
+    for parent in body.modules():
+        for name, child in parent.named_children():
+            if not isinstance(child, nn.Embedding) and any(True for _ in child.parameters(recurse=False)):
+                out.append((parent, name, child))
+    return out
+
+
+def _trial_stack(model, inits, trainable: str):
+    """R trials' canary models as one module (inits: [R, n_new, d], each trial's initial new rows).
+
+    The trials' examples run as one batch, trial-major (trial r's B examples are rows r B .. r B + B - 1).
+    new_in and new_out are [R, n_new, d]: trial r's prefixes read rows of its own new_in, and its logits over
+    the new rows are its hidden states times its own new_out (one batched matmul). trainable "rows" shares the
+    loaded body (frozen) across the trials; "body" gets one copy of the body in which every layer holding
+    trained parameters (nn.Linear, GPT-2's Conv1D, 1-d LayerNorm, LlamaRMSNorm) is replaced by a stacked one
+    whose weight has a leading trial axis [R, ...] and which applies trial r's weights to trial r's rows
+    (a batched matmul; a norm's normalisation then trial r's weight), so one forward and one backward pass
+    serve every trial. Examples never interact (one-token inputs), so nothing else of the body needs a trial
+    axis; the embedding tables stay shared and frozen. The parameters' order (trained_parameters) is the one
+    a trial's own canary model has, so each trial draws its noise exactly as it would alone.
+    """
+    import torch
+    from torch import nn
+
+    trials = int(inits.shape[0])
+
+    class StackedLinear(nn.Module):
+        """R copies of an nn.Linear (weight [R, out, in]) or GPT-2 Conv1D (weight [R, in, out])."""
+
+        def __init__(self, layer, kind: str) -> None:
+            super().__init__()
+            self.kind = kind
+            self.weight = nn.Parameter(layer.weight.detach()[None].repeat(trials, 1, 1), requires_grad=False)
+            bias = getattr(layer, "bias", None)
+            self.bias = None if bias is None else nn.Parameter(bias.detach()[None].repeat(trials, 1), requires_grad=False)
+
+        def forward(self, x):
+            flat = x.reshape(trials, -1, x.shape[-1])
+            weight = self.weight.transpose(1, 2) if self.kind == "linear" else self.weight  # [R, in, out]
+            out = torch.bmm(flat, weight) if self.bias is None else torch.baddbmm(self.bias[:, None, :], flat, weight)
+            return out.reshape(*x.shape[:-1], out.shape[-1])
+
+    class StackedNorm(nn.Module):
+        """R copies of a 1-d nn.LayerNorm or a LlamaRMSNorm (weight, bias [R, H]), computed as the layer computes."""
+
+        def __init__(self, layer, kind: str) -> None:
+            super().__init__()
+            self.kind = kind
+            self.weight = nn.Parameter(layer.weight.detach()[None].repeat(trials, 1), requires_grad=False)
+            bias = getattr(layer, "bias", None) if kind == "layernorm" else None
+            self.bias = None if bias is None else nn.Parameter(bias.detach()[None].repeat(trials, 1), requires_grad=False)
+            if kind == "layernorm":
+                self.eps = layer.eps
+            else:
+                self.variance_epsilon = layer.variance_epsilon
+
+        def forward(self, x):
+            flat = x.reshape(trials, -1, x.shape[-1])
+            if self.kind == "layernorm":
+                out = torch.nn.functional.layer_norm(flat, (flat.shape[-1],), None, None, self.eps) * self.weight[:, None]
+                if self.bias is not None:
+                    out = out + self.bias[:, None]
+            else:  # LlamaRMSNorm's own steps: float32 normalisation, back to the input dtype, then the weight
+                h = flat.to(torch.float32)
+                h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.variance_epsilon)
+                out = self.weight[:, None] * h.to(flat.dtype)
+            return out.reshape(x.shape)
+
+    body = model.base_model
+    if trainable == "body":
+        shared = {id(p): p for p in body.parameters()}  # the trained layers are replaced below; nothing is copied twice
+        body = copy.deepcopy(body, memo=shared)
+        for parent, name, layer in _body_layers(body):
+            kind = _layer_kind(layer)
+            if kind is None:
+                raise ValueError(f"trials side by side support nn.Linear, GPT-2's Conv1D, 1-d nn.LayerNorm and "
+                                 f"LlamaRMSNorm body layers, but {name} is a {type(layer).__name__}; set "
+                                 f"mechanism.side_by_side=false for this model.")
+            stacked = (StackedLinear if kind in ("linear", "conv1d") else StackedNorm)(layer, kind)
+            stacked.train(layer.training)
+            setattr(parent, name, stacked)  # same place in the parent: the parameter order is kept
+    old_head = model.get_output_embeddings()
+
+    class TrialStack(nn.Module):
+        """logits over old + new vocabulary of R trials' one-token inputs (prefix: [R, B] new-row indices)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = body
+            self.old_head = old_head
+            self.trainable = trainable
+            self.trials = trials
+            self.new_in = nn.Parameter(inits.clone(), requires_grad=False)
+            self.new_out = nn.Parameter(inits.clone(), requires_grad=False)
+
+        def body_parameters(self) -> list:
+            """(name, stacked parameter) of the trained body, in a trial's own canary model's order; [] for rows."""
+            if self.trainable != "body":
+                return []
+            out, seen = [], set()
+            for module_name, module in self.body.named_modules():
+                if isinstance(module, nn.Embedding):
+                    continue
+                for name, p in module.named_parameters(recurse=False):
+                    if id(p) not in seen:
+                        seen.add(id(p))
+                        out.append((f"body.{module_name}.{name}" if module_name else f"body.{name}", p))
+            return out
+
+        def trained_parameters(self) -> list:
+            return [self.new_in, self.new_out, *(p for _, p in self.body_parameters())]
+
+        def stacked_layers(self) -> list:
+            """(layer, kind) of every stacked body layer, in the body's order ([] for rows)."""
+            return [(m, m.kind) for m in self.body.modules() if isinstance(m, (StackedLinear, StackedNorm))]
+
+        def rows(self, prefix):
+            """Flat indices into new_in viewed as [R n_new, d] of the prefixes [R, B]."""
+            offsets = torch.arange(trials, device=prefix.device)[:, None] * self.new_in.shape[1]
+            return (prefix + offsets).reshape(-1)
+
+        def embeds(self, prefix):
+            return self.new_in.reshape(-1, self.new_in.shape[-1])[self.rows(prefix)]
+
+        def hidden(self, embeds):
+            positions = torch.zeros(embeds.shape[0], 1, dtype=torch.long, device=embeds.device)
+            out = self.body(inputs_embeds=embeds[:, None, :], position_ids=positions, use_cache=False)
+            return out.last_hidden_state[:, 0]
+
+        def new_logits(self, h):
+            """[R B, n_new]: trial r's rows of h times its own new_out."""
+            return torch.bmm(h.reshape(trials, -1, h.shape[-1]), self.new_out.transpose(1, 2)).reshape(h.shape[0], -1)
+
+        def logits_from_hidden(self, h):
+            return torch.cat([self.old_head(h), self.new_logits(h)], dim=1)
+
+        def forward(self, prefix):
+            return self.logits_from_hidden(self.hidden(self.embeds(prefix)))
+
+    return TrialStack()
+
+
+def _has_dropout(model) -> bool:
+    """Whether the body draws random numbers in train mode (an nn.Dropout or an attention dropout above 0)."""
+    from torch import nn
+
+    config = getattr(model, "config", None)
+    attention = max(float(getattr(config, name, 0.0) or 0.0) for name in ("attention_dropout", "attn_pdrop"))
+    return attention > 0 or any(isinstance(m, nn.Dropout) and m.p > 0 for m in model.base_model.modules())
+
+
+def _dropout_replay(generators, device, one_token_attention: bool = False):
+    """A torch function mode giving each trial of a trial-major batch the dropout masks it draws alone.
+
+    generators: one per trial (None: no dropout to replay). Trial r's dropout draws from its own generator
+    (seeded seed + 3, as its training alone seeds torch's global one), with the shapes and in the order its own
+    forward pass draws them: F.dropout (nn.Dropout) draws a mask of its input's shape, and
+    F.scaled_dot_product_attention with dropout_p > 0 draws one of its attention weights' shape [B, heads, 1, 1]
+    (one-token inputs: the weights are exactly 1, so the output is the undropped attention's output times that
+    mask). A mask is drawn as torch's CPU dropout draws it (bernoulli_(1 - p) on an empty tensor of the input's
+    dtype, divided by 1 - p), so on the CPU a trial's masks are bit for bit those of its training alone. Rows
+    past a trial's batch (padding) get ones. set_batch(counts, rows) says how many examples each trial has in the
+    next pass and the rows per trial.
+
+    one_token_attention: attention over one query and one key (no mask) returns the values themselves (repeated
+    over the query heads of a grouped-query attention): its softmax weight is exactly 1, so that is what
+    scaled_dot_product_attention computes, without its kernel's cost; the queries and keys then get no gradient,
+    which is their exact gradient (a one-key softmax is constant).
+    """
+    import torch
+    import torch.nn.functional as F
+    from torch.overrides import TorchFunctionMode
+
+    sdpa_names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+
+    class DropoutReplay(TorchFunctionMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.counts: list[int] = []
+            self.per_trial = 0
+
+        def set_batch(self, counts, per_trial: int) -> None:
+            self.counts, self.per_trial = [int(c) for c in counts], int(per_trial)
+
+        def noise(self, shape, dtype, p: float):
+            trials = len(generators)
+            if shape[0] != trials * self.per_trial:
+                raise RuntimeError(f"trials side by side: a dropout input of {shape[0]} rows in a pass of {trials} trials "
+                                   f"x {self.per_trial} rows; this is a bug.")
+            mask = torch.ones((trials, self.per_trial, *shape[1:]), dtype=dtype, device=device)
+            for r, (count, generator) in enumerate(zip(self.counts, generators)):
+                if count:
+                    drawn = torch.empty((count, *shape[1:]), dtype=dtype, device=device)
+                    mask[r, :count] = drawn.bernoulli_(1 - p, generator=generator).div_(1 - p)
+            return mask.reshape(shape)
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            if func is F.dropout and generators is not None:
+                bound = {**dict(zip(("input", "p", "training", "inplace"), args)), **kwargs}
+                p, training = float(bound.get("p", 0.5)), bool(bound.get("training", True))
+                if training and p > 0:
+                    x = bound["input"]
+                    noise = self.noise(x.shape, x.dtype, p)
+                    return x.mul_(noise) if bound.get("inplace", False) else x * noise
+            elif func is F.scaled_dot_product_attention:
+                bound = {**dict(zip(sdpa_names, args)), **kwargs}
+                p = float(bound.get("dropout_p", 0.0) or 0.0)
+                shortcut = one_token_attention and bound.get("attn_mask") is None
+                if (p > 0 and generators is not None) or shortcut:
+                    query, key, value = bound["query"], bound["key"], bound["value"]
+                    if query.shape[-2] != 1 or key.shape[-2] != 1:
+                        raise RuntimeError("trials side by side need one-token inputs, got attention query / key lengths "
+                                           f"{query.shape[-2]} / {key.shape[-2]}.")
+                    if shortcut:
+                        heads, kv_heads = query.shape[-3], value.shape[-3]
+                        out = value if heads == kv_heads else value.repeat_interleave(heads // kv_heads, dim=-3)
+                    else:
+                        out = func(**{**bound, "dropout_p": 0.0})
+                    if p > 0:
+                        out = out * self.noise((*query.shape[:-2], 1, 1), out.dtype, p)
+                    return out
+            return func(*args, **kwargs)
+
+    return DropoutReplay()
+
+
+def _free_memory(device) -> int | None:
+    """Bytes still free for tensors on `device`: the GPU's free memory on CUDA; on the CPU the least of
+    MemAvailable, the cgroup's limit left and RLIMIT_AS left (as pipeline.preflight.available_memory reads them)."""
+    import resource
+
+    import torch
+
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    limits = []
+    try:
+        with open("/proc/meminfo") as f:
+            limits += [int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")]
+    except OSError:
+        pass
+    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        try:
+            with open(limit_file) as f:
+                raw = f.read().strip()
+            if raw != "max" and int(raw) < 2**60:
+                with open(usage_file) as f:
+                    limits.append(max(0, int(raw) - int(f.read().strip())))
+            break
+        except (OSError, ValueError):
+            continue
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft not in (resource.RLIM_INFINITY, -1):
+        try:
+            with open("/proc/self/status") as f:
+                used = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+        except (OSError, StopIteration):
+            used = 0
+        limits.append(max(0, int(soft) - used))
+    return min(limits) if limits else None
+
+
 #: Bump when a training's result changes, so old cached releases are not reused.
 RELEASE_STAGE_VERSION = 1
 
@@ -286,6 +605,8 @@ class DPSGDFineTuning:
     """
 
     name = "dpsgd"
+    #: Left out of the game's trials-stage key at its default (pipeline.game), so keys from before it existed hold.
+    STAGE_KEY_DEFAULTS = {"side_by_side": "auto"}
     needs_prior = ("records",)  # stages.protocols: one candidate value per target
     #: The game caches each trial's training (pipeline.game: stage dpsgd_release).
     cache_release = True
@@ -307,6 +628,7 @@ class DPSGDFineTuning:
         clipping: str = "fast",
         init_scale: float = 1.0,
         trainable: str = "rows",
+        side_by_side: Any = "auto",
     ) -> None:
         self.model = model
         self.n_targets = _validate.integer("n_targets", n_targets, minimum=1)
@@ -325,6 +647,7 @@ class DPSGDFineTuning:
                              f"model body), got {trainable!r}.")
         self.trainable = trainable
         self.init_scale = _validate.positive("init_scale", init_scale)
+        self.side_by_side = _side_by_side_setting(side_by_side, clipping)
         self.delta = _validate.delta("delta", delta)
         if self.delta <= 0:
             raise ValueError(f"delta must be in (0, 1) for DP-SGD, got {delta!r}.")
@@ -462,10 +785,11 @@ class DPSGDFineTuning:
         return module
 
     def release_stage(self, config, X, seed: int, trial: int) -> tuple[str, dict]:
-        """The release's cache key: the model, the resolved mechanism config (its model aside), the calibrated
+        """The release's cache key: the model, the resolved mechanism config (its model and side_by_side aside), the calibrated
         sigma, the canaries' secrets, the seed and the trial (the key the LLM case study has always used, so
         trainings done before the one game are reused)."""
-        mechanism = {k: v for k, v in dict(config).items() if k != "model"}
+        # side_by_side changes how trials are scheduled, not what a trial computes (within float round-off)
+        mechanism = {k: v for k, v in dict(config).items() if k not in ("model", "side_by_side")}
         return "dpsgd_release", {"stage": "dpsgd_release", "version": RELEASE_STAGE_VERSION,
                                  "model": self.model.identity(), "mechanism": mechanism,
                                  "noise_multiplier": self.noise_multiplier,
@@ -502,7 +826,8 @@ class DPSGDFineTuning:
 
         Everything random derives from seed: Poisson sampling (seed + 1), the noise (seed + 2), and the
         body's dropout (GPT-2), which draws from torch's global generator, seeded with seed + 3 inside a
-        fork that restores the caller's generator state afterwards.
+        fork that restores the caller's generator state afterwards (on a GPU, clipping fast / none draw the
+        dropout masks from a generator seeded seed + 3 as trials side by side do: _dropout_replay).
         """
         import torch
 
@@ -519,6 +844,8 @@ class DPSGDFineTuning:
 
     def _train_closed_form(self, module, x: np.ndarray, seed: int, steps: int, on_step=None) -> None:
         """clipping fast (our closed form) or none (plain SGD), Poisson sampling, noise on every trained parameter."""
+        import contextlib
+
         import torch
 
         device = module.new_in.weight.device
@@ -529,14 +856,23 @@ class DPSGDFineTuning:
         noise_gen = torch.Generator(device=device).manual_seed(seed + 2)
         expected_batch = self.sample_rate * self.n_targets
         params = module.trained_parameters()
+        replay = None
+        if device.type != "cpu" and _has_dropout(self._base()[0]):
+            # CUDA's fused dropout draws otherwise than the CPU's: draw the masks as trials side by side draw them
+            # (from a generator seeded seed + 3), so both give the same trial on a GPU too
+            replay = _dropout_replay([torch.Generator(device=device).manual_seed(seed + 3)], device)
         for step in range(1, steps + 1):
             chosen = torch.rand(self.n_targets, generator=sampler) < self.sample_rate  # Poisson sampling
             idx = chosen.nonzero()[:, 0].to(device)
-            if self.clipping == "none":
-                self._step_nonprivate(module, prefix[idx], secret[idx])
-            else:
-                grads = self._clipped_sum(module, prefix[idx], secret[idx], old_vocab) if idx.numel() else \
-                    [torch.zeros_like(p) for p in params]  # noise alone on every trained parameter
+            if replay is not None:
+                replay.set_batch([idx.numel()], idx.numel())
+            with replay if replay is not None else contextlib.nullcontext():
+                if self.clipping == "none":
+                    self._step_nonprivate(module, prefix[idx], secret[idx])
+                else:
+                    grads = self._clipped_sum(module, prefix[idx], secret[idx], old_vocab) if idx.numel() else \
+                        [torch.zeros_like(p) for p in params]  # noise alone on every trained parameter
+            if self.clipping != "none":
                 with torch.no_grad():
                     self._noisy_update(params, grads, noise_gen, expected_batch)
             if on_step is not None:
@@ -771,6 +1107,320 @@ class DPSGDFineTuning:
             out = torch.gather(log_probs, 1, secrets)
         return out.cpu().numpy().astype(np.float64)
 
+    # -- trials side by side -------------------------------------------------------------------------
+    def _side_by_side_possible(self) -> bool:
+        """Whether this setting can train trials side by side: clipping fast or none (not opacus), and with
+        trainable body only the layer types the stacked body has (nn.Linear, Conv1D, 1-d LayerNorm, LlamaRMSNorm)."""
+        if self.side_by_side is False or self.clipping not in ("fast", "none"):
+            return False
+        if self.trainable == "rows":
+            return True
+        model, _ = self._base()
+        return all(_layer_kind(layer) is not None for _, _, layer in _body_layers(model.base_model))
+
+    def side_by_side_bytes(self) -> int:
+        """Estimated memory one more trial side by side takes, in bytes (the loaded model is not counted).
+
+        Its trained parameters (the new rows; with trainable body also the body's stacked copy) with the float32
+        tensors of their update (clipped sum, noise, step), and a full batch's activations: the logits, their
+        softmax and its gradient over the whole vocabulary, and each body layer's input and output (and their
+        gradients and the captured copies), times SIDE_BY_SIDE_MARGIN.
+        """
+        model, _ = self._base()
+        embedding = model.get_input_embeddings().weight
+        dim, itemsize = int(embedding.shape[1]), embedding.element_size()
+        vocab = int(model.get_output_embeddings().weight.shape[0]) + self.n_new_tokens
+        layers = _body_layers(model.base_model)
+        trained = 2 * self.n_new_tokens * dim
+        if self.trainable == "body":
+            trained += sum(p.numel() for _, _, layer in layers for p in layer.parameters(recurse=False))
+        widths = 0
+        for _, _, layer in layers:
+            weight = getattr(layer, "weight", None)
+            widths += int(sum(weight.shape)) if weight is not None and weight.dim() == 2 else 2 * int(weight.numel())
+        parameters = trained * (itemsize + 3 * 4)
+        activations = self.n_targets * (3 * vocab * 4 + 4 * widths * 4 + 4 * dim * 4)
+        return int(SIDE_BY_SIDE_MARGIN * (parameters + activations))
+
+    def trials_side_by_side(self, trials: int) -> int:
+        """How many of `trials` trials to train together (1: one after another): all of them, at most
+        side_by_side of them when that is a number, and as many as fit in SIDE_BY_SIDE_MEMORY_FRACTION of the
+        free memory of the model's device at side_by_side_bytes() each (estimated before any training)."""
+        trials = int(trials)
+        if trials < 2 or not self._side_by_side_possible():
+            return 1
+        cap = trials if self.side_by_side == "auto" else min(trials, int(self.side_by_side))
+        model, _ = self._base()
+        each = self.side_by_side_bytes()
+        free = _free_memory(model.device)
+        fit = cap if free is None else int(free * SIDE_BY_SIDE_MEMORY_FRACTION // each)
+        together = max(1, min(cap, fit))
+        log.info("DP-SGD trials side by side: %d of %d at a time (about %.0f MB each, %s free on %s)", together, trials,
+                 each / 2**20, "unknown" if free is None else f"{free / 2**20:.0f} MB", model.device)
+        return together
+
+    def build_side_by_side(self, seeds):
+        """R canary models as one TrialStack (see _trial_stack), trial r's new rows drawn from seeds[r] as build()
+        draws them, on the model's device, in train mode; the stacked parameters require grad for clipping=none
+        (autograd) only."""
+        import torch
+
+        model, _ = self._base()
+        inits = torch.stack([self._init_rows(torch.Generator().manual_seed(int(seed))) for seed in seeds])
+        module = _trial_stack(model, inits, self.trainable).to(model.device)
+        module.train()
+        module.body.requires_grad_(False)
+        module.old_head.requires_grad_(False)
+        for p in module.trained_parameters():
+            p.requires_grad_(self.clipping == "none")
+        module.fast_layers = module.stacked_layers()
+        return module
+
+    def release_side_by_side(self, Xs, rngs) -> list[np.ndarray]:
+        """release(X, rng) of several trials trained side by side: the same numbers as one release per trial
+        (same seeds; equal to float round-off, see train_side_by_side), one (n, m) array per trial."""
+        xs = []
+        for X in Xs:
+            x = check_records(X, self.domain_size)
+            if x.shape[0] != self.n_targets:
+                raise ValueError(f"X must hold one secret per canary ({self.n_targets}), got {x.shape[0]}; "
+                                 f"set the mechanism's n_targets to the prior's.")
+            xs.append(x)
+        if len(xs) != len(rngs) or not xs:
+            raise ValueError(f"give one rng per trial, got {len(xs)} trials and {len(rngs)} rngs.")
+        seeds = [int(rng.integers(0, 2**62)) for rng in rngs]
+        module = self.build_side_by_side(seeds)
+        self.train_side_by_side(module, xs, seeds)
+        out = self.candidate_log_probs_side_by_side(module)
+        self.last_rows = {"new_in": module.new_in[-1].detach().float().cpu().numpy(),
+                          "new_out": module.new_out[-1].detach().float().cpu().numpy(),
+                          **{name: p[-1].detach().float().cpu().numpy() for name, p in module.body_parameters()}}
+        return out
+
+    def train_side_by_side(self, module, xs, seeds, steps: int | None = None, on_step=None) -> None:
+        """DP-SGD (or clipping=none) of R trials at once on a TrialStack: trial r as train(.., xs[r], seeds[r]).
+
+        Each trial keeps its own canaries, its own Poisson sampler (seed + 1), noise generator (seed + 2) and
+        dropout generator (seed + 3, replayed per trial: _dropout_replay), drawn in the order its training alone
+        draws them, and its own clipping. A step runs every trial's sampled batch as one trial-major batch
+        padded to the largest (padding rows count for nothing), so trial r's update is its own; what differs
+        from training it alone is only the order of float additions inside the batched matmuls.
+        """
+        import torch
+
+        steps = self.steps if steps is None else int(steps)
+        device = module.new_in.device
+        trials = len(seeds)
+        prefix = torch.as_tensor(self.prefix_rows(), dtype=torch.long, device=device)
+        secrets = torch.stack([self._targets(x)[1] for x in xs]).to(device)  # [R, n]
+        samplers = [torch.Generator().manual_seed(int(seed) + 1) for seed in seeds]
+        noise_gens = [torch.Generator(device=device).manual_seed(int(seed) + 2) for seed in seeds]
+        generators = None
+        if _has_dropout(self._base()[0]):
+            generators = [torch.Generator(device=device).manual_seed(int(seed) + 3) for seed in seeds]
+        mode = _dropout_replay(generators, device, one_token_attention=True)
+        expected_batch = self.sample_rate * self.n_targets
+        params = module.trained_parameters()
+        old_vocab = module.old_head.weight.shape[0]
+        positions = torch.arange(self.n_targets)
+        # the global generators are left as they were (nothing here should draw from them)
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            for step in range(1, steps + 1):
+                chosen = torch.stack([torch.rand(self.n_targets, generator=sampler) < self.sample_rate
+                                      for sampler in samplers])  # [R, n], as each trial's sampler draws it
+                counts = chosen.sum(1)
+                rows = int(counts.max())
+                if rows == 0:
+                    grads = None
+                else:
+                    # each trial's chosen examples first, in increasing order (as nonzero() gives them), then padding
+                    order = torch.argsort((~chosen).to(torch.int8), dim=1, stable=True)[:, :rows]
+                    valid = positions[None, :rows] < counts[:, None]
+                    idx = torch.where(valid, order, 0).to(device)
+                    batch_prefix, batch_secret = prefix[idx], secrets.gather(1, idx)
+                    valid = valid.to(device)
+                    mode.set_batch(counts.tolist(), rows)
+                    with mode:
+                        if self.clipping == "none":
+                            self._step_nonprivate_side_by_side(module, batch_prefix, batch_secret, valid, old_vocab)
+                        else:
+                            grads = self._clipped_sum_side_by_side(module, batch_prefix, batch_secret, valid, old_vocab)
+                if self.clipping != "none":
+                    if grads is None:
+                        grads = [torch.zeros_like(p) for p in params]
+                    with torch.no_grad():
+                        self._noisy_update_side_by_side(params, grads, noise_gens, expected_batch)
+                if on_step is not None:
+                    on_step(step)
+
+    def _noisy_update_side_by_side(self, params, grads, noise_gens, expected_batch) -> None:
+        """_noisy_update of every trial at once: trial r's noise from noise_gens[r], drawn as it draws it alone."""
+        import torch
+
+        device = params[0].device
+        scale = self.noise_multiplier * self.clip_norm
+        for p, g in zip(params[:2], grads[:2]):
+            noise = torch.stack([torch.randn(p.shape[1:], generator=gen, device=device, dtype=p.dtype) for gen in noise_gens])
+            p.add_(g.add_(noise, alpha=scale), alpha=-self.learning_rate / expected_batch)  # g is ours to overwrite
+        body, body_grads = params[2:], grads[2:]
+        if not body:
+            return
+        sizes = [p[0].numel() for p in body]
+        flat = torch.stack([torch.randn(sum(sizes), generator=gen, device=device, dtype=body[0].dtype)
+                            for gen in noise_gens])  # [R, total]
+        noises = [n.view(p.shape) for n, p in zip(torch.split(flat, sizes, dim=1), body)]
+        steps = torch._foreach_add(body_grads, noises, alpha=scale)
+        torch._foreach_add_(body, steps, alpha=-self.learning_rate / expected_batch)
+
+    def _per_example_gradients_side_by_side(self, module, prefix, secret, old_vocab):
+        """per_example_gradients of a TrialStack's trial-major batch (prefix, secret: [R, B]): (h, u, g, captured)
+        over its R B rows, captured for module.fast_layers (the stacked body layers, whose parameters never
+        require grad: the one backward computes input gradients only)."""
+        import torch
+
+        layers = module.fast_layers
+        inputs, outputs = {}, {}
+
+        def capture(layer, args, output):
+            if layer in inputs:
+                raise RuntimeError(f"{type(layer).__name__} ran twice in one forward pass; clipping=fast needs each "
+                                   f"trained body layer to run once per example.")
+            inputs[layer], outputs[layer] = args[0], output
+
+        handles = [layer.register_forward_hook(capture) for layer, _ in layers]
+        trials, rows = prefix.shape
+        try:
+            embeds = module.embeds(prefix).detach().requires_grad_(True)
+            with torch.enable_grad():
+                h = module.hidden(embeds)
+            with torch.no_grad():
+                logits = module.logits_from_hidden(h.detach())
+                target = (secret + old_vocab).reshape(-1)
+                probs = torch.softmax(logits.float(), dim=1)
+                probs[torch.arange(len(target), device=target.device), target] -= 1.0
+                grad_h = probs[:, :old_vocab] @ module.old_head.weight.float()
+                grad_h += torch.bmm(probs[:, old_vocab:].reshape(trials, rows, -1),
+                                    module.new_out.float()).reshape(len(target), -1)
+            with torch.enable_grad():
+                wrt = [outputs[layer] for layer, _ in layers]
+                g, *grad_outputs = torch.autograd.grad(h, [embeds, *wrt], grad_outputs=grad_h.to(h.dtype),
+                                                       allow_unused=True)
+        finally:
+            for handle in handles:
+                handle.remove()
+        batch = len(target)
+        captured = []
+        for (layer, kind), o, out in zip(layers, grad_outputs, wrt):
+            a = inputs[layer]
+            if a.shape[0] != batch or a.numel() != batch * a.shape[-1] or out.numel() != batch * out.shape[-1]:
+                raise RuntimeError(f"clipping=fast needs one-token inputs, but a {type(layer).__name__} saw an input of "
+                                   f"shape {tuple(a.shape)} for {batch} examples.")
+            o = torch.zeros_like(out) if o is None else o
+            captured.append((a.detach().reshape(batch, -1), o.reshape(batch, -1).float()))
+        return h.detach().float(), probs[:, old_vocab:], g.float(), captured
+
+    def _clipped_sum_side_by_side(self, module, prefix, secret, valid, old_vocab):
+        """_clipped_sum of every trial of a TrialStack at once: one [R, ...] tensor per trained parameter, trial r's
+        slice the clipped sum over its own examples (valid [R, B]: padding rows get clipping factor 0). The
+        per-example squared norms are _clipped_sum's, row by row; the sums are batched over layers and trials."""
+        import torch
+
+        trials, rows = prefix.shape
+        layers = module.fast_layers
+        h, u, g, captured = self._per_example_gradients_side_by_side(module, prefix, secret, old_vocab)
+        sq = (u * u).sum(1) * (h * h).sum(1) + (g * g).sum(1)
+        groups: dict = {}
+        for index, ((layer, kind), (a, o)) in enumerate(zip(layers, captured)):
+            groups.setdefault((kind, a.shape[1], o.shape[1]), []).append(index)
+        stacked = {}
+        for key, members in groups.items():
+            kind = key[0]
+            o = torch.stack([captured[m][1] for m in members])  # [L, R B, out] float32
+            o2 = (o * o).sum(2)
+            if kind in ("linear", "conv1d"):
+                part = torch.stack([captured[m][0] for m in members]).float()
+                sq = sq + ((part * part).sum(2) * o2).sum(0)
+            else:
+                part = torch.stack([self._normalized(layers[m][0], kind, captured[m][0]) for m in members]) * o
+                sq = sq + (part * part).sum((0, 2))
+            has_bias = torch.tensor([getattr(layers[m][0], "bias", None) is not None for m in members],
+                                    device=o.device, dtype=o.dtype)
+            sq = sq + (o2 * has_bias[:, None]).sum(0)
+            stacked[key] = (o, part)
+        factor = (self.clip_norm / (torch.sqrt(sq) + 1e-6)).clamp(max=1.0) * valid.reshape(-1).to(sq.dtype)
+        n_new, dim = module.new_in.shape[1], module.new_in.shape[2]
+        sums = {}
+        grad_in = torch.zeros(trials * n_new, dim, dtype=torch.float32, device=g.device)
+        grad_in.index_add_(0, module.rows(prefix), g * factor[:, None])
+        sums[id(module.new_in)] = grad_in.view(trials, n_new, dim)
+        sums[id(module.new_out)] = torch.bmm(u.reshape(trials, rows, -1).transpose(1, 2),
+                                             (h * factor[:, None]).reshape(trials, rows, -1))
+        for key, members in groups.items():
+            kind, count = key[0], len(members)
+            o, part = stacked[key]
+            oc = o * factor[None, :, None]  # [L, R B, out]
+            if kind == "linear":  # weight [R, out, in]: G_r^T diag(c_r) A_r
+                weights = torch.bmm(oc.reshape(count * trials, rows, -1).transpose(1, 2),
+                                    part.reshape(count * trials, rows, -1)).reshape(count, trials, *oc.shape[2:],
+                                                                                     part.shape[2])
+            elif kind == "conv1d":  # weight [R, in, out]: A_r^T diag(c_r) G_r
+                weights = torch.bmm(part.reshape(count * trials, rows, -1).transpose(1, 2),
+                                    oc.reshape(count * trials, rows, -1)).reshape(count, trials, part.shape[2],
+                                                                                   oc.shape[2])
+            else:
+                weights = (part * factor[None, :, None]).reshape(count, trials, rows, -1).sum(2)
+            biases = oc.reshape(count, trials, rows, -1).sum(2)
+            for position, m in enumerate(members):
+                layer = layers[m][0]
+                sums[id(layer.weight)] = weights[position]
+                if getattr(layer, "bias", None) is not None:
+                    sums[id(layer.bias)] = biases[position]
+        out = []
+        for p in module.trained_parameters():
+            if id(p) not in sums:
+                raise RuntimeError(f"trials side by side have no per-example gradient for a trained parameter of shape "
+                                   f"{tuple(p.shape)}; this is a bug.")
+            out.append(sums[id(p)].to(p.dtype))
+        return out
+
+    def _step_nonprivate_side_by_side(self, module, prefix, secret, valid, old_vocab) -> None:
+        """_step_nonprivate of every trial at once (autograd through the stack; padding rows weigh 0)."""
+        import torch
+
+        params = module.trained_parameters()
+        for p in params:
+            p.grad = None
+        with torch.enable_grad():
+            losses = torch.nn.functional.cross_entropy(module(prefix).float(), (secret + old_vocab).reshape(-1),
+                                                       reduction="none")
+            loss = (losses * valid.reshape(-1).to(losses.dtype)).sum()
+            (loss / (self.sample_rate * self.n_targets)).backward()
+        with torch.no_grad():
+            for p in params:
+                if p.grad is not None:  # None: no gradient reaches it (one-token attention's queries and keys)
+                    p.sub_(self.learning_rate * p.grad)
+                p.grad = None
+
+    def candidate_log_probs_side_by_side(self, module) -> list[np.ndarray]:
+        """candidate_log_probs of every trial of a TrialStack (eval mode): one (n, m) float array per trial."""
+        import torch
+
+        module.eval()
+        device = module.new_in.device
+        trials = module.trials
+        old_vocab = module.old_head.weight.shape[0]
+        out = []
+        with torch.no_grad(), _dropout_replay(None, device, one_token_attention=True):
+            prefix = torch.as_tensor(self.prefix_rows(), dtype=torch.long, device=device)
+            h = module.hidden(module.embeds(prefix[None].expand(trials, -1)))
+            secrets = torch.as_tensor(self.secret_rows() + old_vocab, dtype=torch.long, device=device)
+            for r in range(trials):  # one trial's logits at a time: n x vocabulary floats, not R times that
+                rows = h[r * self.n_targets:(r + 1) * self.n_targets]
+                logits = torch.cat([module.old_head(rows), rows @ module.new_out[r].T], dim=1)
+                log_probs = torch.log_softmax(logits.float(), dim=1)
+                out.append(torch.gather(log_probs, 1, secrets).cpu().numpy().astype(np.float64))
+        return out
+
     def params(self) -> dict:
         return {
             "mechanism": self.name, "model": self.model.params(), "private": self.private,
@@ -781,5 +1431,5 @@ class DPSGDFineTuning:
             "learning_rate": self.learning_rate, "epochs": self.epochs, "batch_size": self.batch_size,
             "sample_rate": self.sample_rate, "steps": self.steps, "n_targets": self.n_targets,
             "domain_size": self.domain_size, "clipping": self.clipping, "init_scale": self.init_scale,
-            "trainable": self.trainable,
+            "trainable": self.trainable, "side_by_side": self.side_by_side,
         }

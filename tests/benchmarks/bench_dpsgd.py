@@ -26,6 +26,17 @@ omegaconf import; each row records any of those that got imported).
   python tests/benchmarks/bench_dpsgd.py                                  # tiny, CPU, rows and body
   python tests/benchmarks/bench_dpsgd.py --models smollm2 --steps 2 --threads 2
   python tests/benchmarks/bench_dpsgd.py --models gpt2-config smollm2-config --device cuda --json out.json
+
+Trials side by side (--trials R, issue 24): the R trials of one game (R releases: build, --epochs of DP-SGD at
+full batch, the release pass; clipping --trial-mode, fast by default) one after another (release() per trial)
+against side by side (release_side_by_side(), at most R together, memory permitting: the `together` column),
+each arrangement in its own subprocess after an untimed one-epoch warm-up game of the same arrangement, the
+fastest of --repeat runs. Throughput is trial-steps a second; the ratio is side by side over one after another
+in the same run, and max |Δ| the largest difference between the two arrangements' releases (log-probabilities,
+same seeds), so the run checks its own equality.
+
+  python tests/benchmarks/bench_dpsgd.py --trials 10 --threads 2 --repeat 3        # tiny, CPU, rows and body
+  python tests/benchmarks/bench_dpsgd.py --trials 10 --models gpt2-config smollm2-config --device cuda --json t.json
 """
 from __future__ import annotations
 
@@ -111,6 +122,142 @@ def child(model_name: str, mode: str, trainable: str, args) -> dict:
             "error": None}
 
 
+def trials_child(model_name: str, arrangement: str, trainable: str, args) -> dict:
+    """One game's R trials (R = args.trials) one after another or side by side: wall time, peak memory, releases."""
+    import resource
+
+    if args.memory_limit_gib:
+        limit = int(args.memory_limit_gib * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    import numpy as np
+    import torch
+
+    torch.set_num_threads(args.threads)
+    sys.path.insert(0, str(REPO))
+    from stages.mechanism.dpsgd import DPSGDFineTuning
+    from stages.model.base import resolve_device
+
+    device = resolve_device(args.device)
+    cuda = device.startswith("cuda")
+    model = load_model(model_name, device, args.cache_dir)
+    model.load()
+    batch, trials = args.batch, args.trials
+    side = arrangement == "side_by_side"
+
+    def game(epochs: int) -> tuple[list, float, int]:
+        mech = DPSGDFineTuning(model, epsilon=10.0, epochs=epochs, n_targets=batch, batch_size=batch,
+                               clipping=args.trial_mode, trainable=trainable, side_by_side=trials if side else False)
+        xs = [np.random.default_rng(t).integers(0, 10, batch) for t in range(trials)]
+        rngs = [np.random.default_rng(1000 + t) for t in range(trials)]
+        together = mech.trials_side_by_side(trials)
+        if cuda:
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        if side:
+            releases = []
+            for group in np.array_split(np.arange(trials), -(-trials // together)):
+                releases += mech.release_side_by_side([xs[t] for t in group], [rngs[t] for t in group])
+        else:
+            releases = [mech.release(x, rng) for x, rng in zip(xs, rngs)]
+        if cuda:
+            torch.cuda.synchronize()
+        return releases, time.perf_counter() - start, together if side else 1
+
+    game(1)  # warm-up: imports, allocator, kernels
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+    releases, elapsed, together = game(args.epochs)
+    peak = (torch.cuda.max_memory_allocated() / 2**20 if cuda
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    if args.releases_out:
+        np.save(args.releases_out, np.stack(releases))
+    steps = args.epochs * trials
+    return {"model": model_name, "trainable": trainable, "arrangement": arrangement, "mode": args.trial_mode,
+            "trials": trials, "together": together, "epochs": args.epochs, "batch": batch, "seconds": elapsed,
+            "trial_steps_per_s": steps / elapsed, "ms_per_trial_step": 1000 * elapsed / steps, "peak_mib": peak,
+            "peak_kind": "cuda max_memory_allocated" if cuda else "peak RSS", "device": device,
+            "device_name": torch.cuda.get_device_name(device) if cuda else platform.processor() or platform.machine(),
+            "threads": args.threads, "error": None}
+
+
+def run_trials_child(model: str, arrangement: str, trainable: str, args, releases_out: str) -> dict:
+    command = [sys.executable, __file__, "--trials-child", model, arrangement, trainable, "--trials", str(args.trials),
+               "--epochs", str(args.epochs), "--batch", str(args.batch), "--threads", str(args.threads),
+               "--device", args.device, "--cache-dir", args.cache_dir, "--memory-limit-gib", str(args.memory_limit_gib),
+               "--trial-mode", args.trial_mode, "--releases-out", releases_out]
+    failed = {"model": model, "trainable": trainable, "arrangement": arrangement, "mode": args.trial_mode,
+              "trials": args.trials, "together": None, "device": args.device, "threads": args.threads,
+              "batch": args.batch, "epochs": args.epochs, "seconds": None, "trial_steps_per_s": None,
+              "ms_per_trial_step": None, "peak_mib": None}
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=args.child_timeout,
+                             env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    except subprocess.TimeoutExpired:
+        return {**failed, "error": f"timed out after {args.child_timeout} s"}
+    if out.returncode:
+        lines = [line for line in out.stderr.strip().splitlines() if line.strip()]
+        print(f"{model} {trainable} {arrangement}: failed (exit {out.returncode})\n{out.stderr[-1500:]}", file=sys.stderr)
+        return {**failed, "error": (lines[-1] if lines else f"exit {out.returncode}").strip()[:300]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def trials_table(results: list[dict]) -> str:
+    lines = ["| model | trainable | arrangement | device | trials (together) | epochs × batch | s / game | "
+             "ms / trial-step | trial-steps / s | × one after another | max \\|Δ\\| | peak MiB |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in results:
+        base = next((b for b in results if (b["model"], b["trainable"]) == (r["model"], r["trainable"])
+                     and b["arrangement"] == "sequential" and b["seconds"]), None)
+        device = f"{r['device']} ({r['threads']} thr)" if not str(r["device"]).startswith("cuda") else r["device"]
+        head = f"| {r['model']} | {r['trainable']} | {r['arrangement'].replace('_', ' ')} | {device} | "
+        if r["seconds"] is None:
+            lines.append(head + f"{r['trials']} | {r['epochs']} × {r['batch']} | – | – | – | – | – | – | failed: {r['error']} |")
+            continue
+        ratio = f"{r['trial_steps_per_s'] / base['trial_steps_per_s']:.2f}" if base else "–"
+        diff = "–" if r.get("max_abs_diff") is None else f"{r['max_abs_diff']:.1e}"
+        lines.append(head + f"{r['trials']} ({r['together']}) | {r['epochs']} × {r['batch']} | {r['seconds']:.2f} | "
+                     f"{r['ms_per_trial_step']:.1f} | {r['trial_steps_per_s']:.1f} | {ratio} | {diff} | {r['peak_mib']:.0f} |")
+    return "\n".join(lines)
+
+
+def main_trials(args) -> None:
+    import tempfile
+
+    import numpy as np
+
+    results: list[dict] = []
+    started = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        for model in args.models:
+            for trainable in args.trainable:
+                saved = {}
+                for run in range(args.repeat):
+                    for arrangement in ("sequential", "side_by_side"):
+                        path = str(Path(tmp) / f"{model}-{trainable}-{arrangement}-{run}.npy")
+                        result = run_trials_child(model, arrangement, trainable, args, path)
+                        print(f"{model} {trainable} {arrangement}: " + (f"{result['seconds']:.2f} s" if result["seconds"]
+                              else f"failed: {result['error']}"), file=sys.stderr, flush=True)
+                        if result["seconds"]:
+                            saved.setdefault(arrangement, path)
+                        same = [r for r in results
+                                if (r["model"], r["trainable"], r["arrangement"]) == (model, trainable, arrangement)]
+                        if not same:
+                            results.append(result)
+                        elif result["seconds"] and (not same[0]["seconds"] or result["seconds"] < same[0]["seconds"]):
+                            results[results.index(same[0])] = result
+                if len(saved) == 2:
+                    diff = float(np.max(np.abs(np.load(saved["sequential"]) - np.load(saved["side_by_side"]))))
+                    for r in results:
+                        if (r["model"], r["trainable"], r["arrangement"]) == (model, trainable, "side_by_side"):
+                            r["max_abs_diff"] = diff
+    print(trials_table(results))
+    if args.json:
+        settings = {k: v for k, v in vars(args).items() if k not in ("child", "trials_child", "json")}
+        load = os.getloadavg() if hasattr(os, "getloadavg") else None
+        Path(args.json).write_text(json.dumps({"settings": settings, "load_average_end": load,
+                                               "wall_s": time.time() - started, "rows": results}, indent=1) + "\n")
+
+
 def run_child(model: str, mode: str, trainable: str, args) -> dict:
     command = [sys.executable, __file__, "--child", model, mode, trainable, "--steps", str(args.steps),
                "--warmup", str(args.warmup), "--batch", str(args.batch), "--threads", str(args.threads),
@@ -167,15 +314,30 @@ def main() -> None:
                         help="cap each child's address space (CPU runs on a shared machine; 0: no cap)")
     parser.add_argument("--cache-dir", default=str(REPO / "outputs" / "cache"))
     parser.add_argument("--json", help="also write the rows (and the run's settings) to this JSON file")
+    parser.add_argument("--trials", type=int, default=0,
+                        help="compare a game's trials side by side with one after another, this many trials (0: the "
+                             "per-step benchmark of the modes instead)")
+    parser.add_argument("--epochs", type=int, default=10, help="--trials: full-batch epochs (= steps) of each trial")
+    parser.add_argument("--trial-mode", default="fast", choices=("fast", "none"), help="--trials: clipping of the trials")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--trials-child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--releases-out", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    for name in ("steps", "warmup", "batch", "threads", "repeat"):
+    for name in ("steps", "warmup", "batch", "threads", "repeat", "epochs"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1, got {getattr(args, name)}.")
     if args.device not in ("auto", "cpu") and not args.device.startswith("cuda"):
         parser.error(f"--device must be cpu, cuda, cuda:<index> or auto, got {args.device!r}.")
     if args.child:
         print(json.dumps(child(*args.child, args)))
+        return
+    if args.trials_child:
+        print(json.dumps(trials_child(*args.trials_child, args)))
+        return
+    if args.trials:
+        if args.trials < 2:
+            parser.error(f"--trials must be at least 2, got {args.trials}.")
+        main_trials(args)
         return
     results: list[dict] = []
     runs = [(model, trainable, mode) for model in args.models for trainable in args.trainable
