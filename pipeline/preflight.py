@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 import math
-import resource
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationKeyError, OmegaConfBaseException
+
+from stages.resources import available_memory  # one answer for the pipeline and the mechanisms
 
 __all__ = ["check_config", "check_compatible", "check_profile", "estimate_job", "available_memory"]
 
@@ -100,32 +101,7 @@ def check_config(cfg: DictConfig) -> None:
                             f"command line.") from None
 
 
-def available_memory() -> int | None:
-    """Bytes this process may still allocate: the least of MemAvailable, the cgroup's limit left and RLIMIT_AS."""
-    limits = []
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    limits.append(int(line.split()[1]) * 1024)
-    except OSError:
-        pass
-    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
-                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
-        try:
-            with open(limit_file) as f:
-                raw = f.read().strip()
-            if raw != "max" and int(raw) < 2**60:
-                with open(usage_file) as f:
-                    limits.append(max(0, int(raw) - int(f.read().strip())))
-            break
-        except (OSError, ValueError):
-            continue
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if soft not in (resource.RLIM_INFINITY, -1):
-        limits.append(int(soft))
-    return min(limits) if limits else None
+
 
 
 def _int(value: Any) -> int | None:

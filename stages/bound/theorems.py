@@ -113,14 +113,7 @@ class Priors:
             values, counts = values[keep], counts[keep]
             collision = None if collision is None else collision[keep]
         if collision is not None:
-            # c = sum_x pi(x)^2 <= max_x pi(x) <= p for every prior and every success family (a target the
-            # attack abstains on, p = 0, keeps its prior's c: its weight is 0 anyway)
-            above = (collision > values * (1.0 + 1e-9) + 1e-15) & (values > 0)
-            if np.any(above):
-                i = int(np.flatnonzero(above)[0])
-                raise ValueError(f"collision must be at most p for every target (sum_x pi(x)^2 <= max_x pi(x) <= p for any "
-                                 f"prior), got collision {float(collision[i])!r} > p = {float(values[i])!r}; pass the "
-                                 "prior's own collision probability, or None (0, valid for every prior).")
+            _check_collision(collision, values)
         if values.size > 1 and not np.all(values[1:] > values[:-1]):  # merge equal values (sorted)
             values, inverse = np.unique(values, return_inverse=True)
             merged = np.bincount(inverse, weights=counts, minlength=len(values)).astype(np.int64)
@@ -155,13 +148,7 @@ class Priors:
         if c.ndim > 1 or c.size not in (1, q.size):
             raise ValueError(f"collision must be one probability or one per target (shape ({q.size},)), "
                              f"got shape {c.shape}.")
-        full = np.broadcast_to(c.ravel(), q.shape)
-        above = (full > q * (1.0 + 1e-9) + 1e-15) & (q > 0)
-        if np.any(above):
-            i = int(np.flatnonzero(above)[0])
-            raise ValueError(f"collision must be at most p for every target (sum_x pi(x)^2 <= max_x pi(x) <= p for any "
-                             f"prior), got collision {float(full[i])!r} > p = {float(q[i])!r} at index {i}; pass the "
-                             "prior's own collision probability, or None (0, valid for every prior).")
+        _check_collision(np.broadcast_to(c.ravel(), q.shape), q)
         values, inverse, counts = np.unique(q, return_inverse=True, return_counts=True)
         sums = np.bincount(inverse.ravel(), weights=np.broadcast_to(c.ravel(), q.shape), minlength=len(values))
         return cls._unchecked(values, counts, np.minimum(sums / counts, 1.0))
@@ -177,6 +164,17 @@ class Priors:
         else:
             sums = self.counts * (1.0 - self.collision)
         return np.where(self.values == 0.0, 0.0, sums)
+
+
+def _check_collision(collision: np.ndarray, p: np.ndarray) -> None:
+    """Refuse a collision probability above p: c = sum_x pi(x)^2 <= max_x pi(x) <= p for every prior and every
+    success family (a target the attack abstains on, p = 0, keeps its prior's c: its weight is 0 anyway)."""
+    above = (collision > p * (1.0 + 1e-9) + 1e-15) & (p > 0)
+    if np.any(above):
+        i = int(np.flatnonzero(above)[0])
+        raise ValueError(f"collision must be at most p for every target (sum_x pi(x)^2 <= max_x pi(x) <= p for any "
+                         f"prior), got collision {float(collision[i])!r} > p = {float(p[i])!r} at index {i}; pass the "
+                         "prior's own collision probability, or None (0, valid for every prior).")
 
 
 def _grouped(p, collision=None) -> Priors:

@@ -215,17 +215,7 @@ def _canary_module(model, n_new: int, init: "Any", trainable: str = "rows"):
 
         def body_parameters(self) -> list:
             """(name, parameter) of the trained body: every body parameter outside an nn.Embedding; [] for rows."""
-            if self.trainable != "body":
-                return []
-            out, seen = [], set()
-            for module_name, module in self.body.named_modules():
-                if isinstance(module, nn.Embedding):
-                    continue
-                for name, p in module.named_parameters(recurse=False):
-                    if id(p) not in seen:
-                        seen.add(id(p))
-                        out.append((f"body.{module_name}.{name}" if module_name else f"body.{name}", p))
-            return out
+            return _body_parameters(self.body) if self.trainable == "body" else []
 
         def trained_parameters(self) -> list:
             """Every trained parameter, in a fixed order: new_in, new_out, then the body's (trainable body)."""
@@ -423,17 +413,7 @@ def _trial_stack(model, inits, trainable: str):
 
         def body_parameters(self) -> list:
             """(name, stacked parameter) of the trained body, in a trial's own canary model's order; [] for rows."""
-            if self.trainable != "body":
-                return []
-            out, seen = [], set()
-            for module_name, module in self.body.named_modules():
-                if isinstance(module, nn.Embedding):
-                    continue
-                for name, p in module.named_parameters(recurse=False):
-                    if id(p) not in seen:
-                        seen.add(id(p))
-                        out.append((f"body.{module_name}.{name}" if module_name else f"body.{name}", p))
-            return out
+            return _body_parameters(self.body) if self.trainable == "body" else []
 
         def trained_parameters(self) -> list:
             return [self.new_in, self.new_out, *(p for _, p in self.body_parameters())]
@@ -553,42 +533,31 @@ def _dropout_replay(generators, device, one_token_attention: bool = False):
     return DropoutReplay()
 
 
-def _free_memory(device) -> int | None:
-    """Bytes still free for tensors on `device`: the GPU's free memory on CUDA; on the CPU the least of
-    MemAvailable, the cgroup's limit left and RLIMIT_AS left (as pipeline.preflight.available_memory reads them)."""
-    import resource
+def _body_parameters(body) -> list:
+    """(name, parameter) of every parameter of ``body`` outside an nn.Embedding, each once, in module order (a single
+    trial's canary model and the side-by-side stack list their trained body in this one order)."""
+    from torch import nn
 
+    out, seen = [], set()
+    for module_name, module in body.named_modules():
+        if isinstance(module, nn.Embedding):
+            continue
+        for name, p in module.named_parameters(recurse=False):
+            if id(p) not in seen:
+                seen.add(id(p))
+                out.append((f"body.{module_name}.{name}" if module_name else f"body.{name}", p))
+    return out
+
+
+def _free_memory(device) -> int | None:
+    """Bytes still free for tensors on `device`: the GPU's free memory on CUDA, else stages.resources.available_memory."""
     import torch
 
     if device.type == "cuda":
         return int(torch.cuda.mem_get_info(device)[0])
-    limits = []
-    try:
-        with open("/proc/meminfo") as f:
-            limits += [int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")]
-    except OSError:
-        pass
-    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
-                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
-        try:
-            with open(limit_file) as f:
-                raw = f.read().strip()
-            if raw != "max" and int(raw) < 2**60:
-                with open(usage_file) as f:
-                    limits.append(max(0, int(raw) - int(f.read().strip())))
-            break
-        except (OSError, ValueError):
-            continue
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if soft not in (resource.RLIM_INFINITY, -1):
-        try:
-            with open("/proc/self/status") as f:
-                used = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
-        except (OSError, StopIteration):
-            used = 0
-        limits.append(max(0, int(soft) - used))
-    return min(limits) if limits else None
+    from stages.resources import available_memory
+
+    return available_memory()
 
 
 #: Bump when a training's result changes, so old cached releases are not reused.
