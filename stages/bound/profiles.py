@@ -240,6 +240,10 @@ class GaussianDP(PrivacyProfile):
             raise ValueError("delta must be > 0 to calibrate a Gaussian mechanism, got 0.0.")
         f = lambda log_mu: gdp_delta(np.array([eps]), math.exp(log_mu))[0] - delta
         lo, hi = -20.0, 5.0
+        if not np.isfinite(f(lo)):
+            raise ValueError(f"eps must be small enough for delta(eps) to be computed in floating point to calibrate a "
+                             f"Gaussian mechanism, got {eps!r}; an eps that large guarantees nothing (e^eps overflows "
+                             "from eps = 710), so pass a smaller eps or mu itself.")
         while f(hi) < 0:
             hi += 5.0
         log_mu = optimize.brentq(f, lo, hi, xtol=1e-14, rtol=1e-14)
