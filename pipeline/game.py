@@ -36,6 +36,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from pipeline.cache import StageCache, data_fingerprints, load_arrays, save_arrays
+from pipeline.errors import ConfigError, _box_error  # noqa: F401 (ConfigError: also this module's name for it)
 from pipeline.io import plain, save_figure_atomic, write_json_atomic
 from stages.bound import _validate
 from stages.bound.box import PlayedTrials, group_prior_success
@@ -87,10 +88,6 @@ ATTACK_STAGE_VERSION = 1
 PROGRESS_INTERVAL_S = 10.0
 # Config keys that say where data files are, not what they hold: the files' hashes replace them in stage keys.
 _DATA_LOCATION_KEYS = ("data_dir",)
-
-
-class ConfigError(ValueError):
-    """A config value the boxes or the game refuse; str() is one sentence naming the key and value."""
 
 
 @dataclass
@@ -149,27 +146,6 @@ class Progress:
 
 # What a box raises for a bad config: a refused value, a missing data file, a missing optional
 # dependency, an argument the constructor does not take. Anything else is a bug and keeps its traceback.
-_CONFIG_PROBLEMS = (ValueError, FileNotFoundError, ImportError, TypeError)
-
-
-def _box_error(group: str, cfg: DictConfig, exc: BaseException) -> ConfigError:
-    """One sentence naming the config key (group.argument) and the value the box refused."""
-    cause = exc
-    # hydra.utils.instantiate wraps the constructor's exception; report the box's own sentence.
-    while cause.__cause__ is not None and not isinstance(cause, _CONFIG_PROBLEMS):
-        cause = cause.__cause__
-    if isinstance(cause, MemoryError):  # a size the box cannot hold (pipeline.preflight estimates most before)
-        return ConfigError(f"{group}: the box needs more memory than this machine has ({cause!r}); lower its "
-                           f"sizes (e.g. {group}.n_targets or {group}.domain_size).")
-    if not isinstance(cause, _CONFIG_PROBLEMS):
-        raise exc
-    message = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-    first_word = message.split(" ", 1)[0]
-    if first_word in cfg[group]:  # the box named its argument: call it by its config key
-        return ConfigError(f"{group}.{message}")
-    return ConfigError(f"{group}: {message}")
-
-
 def build_boxes(cfg: DictConfig) -> Boxes:
     """Instantiate the five boxes from their config groups; a refused value raises ConfigError."""
     from hydra.utils import instantiate
@@ -956,16 +932,6 @@ def run_game(cfg: DictConfig, output_dir: str | os.PathLike, cache: StageCache |
     return metrics
 
 
-def build_logger(cfg: DictConfig):
-    """Instantiate the logger group (pipeline.tracking); a refused value raises ConfigError."""
-    from hydra.utils import instantiate
-
-    try:
-        return instantiate(cfg.logger)
-    except Exception as exc:  # noqa: BLE001
-        raise _box_error("logger", cfg, exc) from exc
-
-
 def run_job(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping[str, str] | None = None,
             run_name: str = "defaults", cache: StageCache | None = None) -> dict:
     """One job: run_game inside the chosen logger's run, which is closed whatever happens.
@@ -981,6 +947,8 @@ def run_job(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping[
     from pipeline.preflight import check_config
 
     check_config(cfg)  # boxes that cannot play together, a config that does not resolve: before anything is built
+    from pipeline.tracking import build_logger
+
     logger = build_logger(cfg)
     if cache is None:
         cache = StageCache(cfg.cache_dir)

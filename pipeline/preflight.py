@@ -31,7 +31,7 @@ PER_TRIAL_BYTES = 400  # two counts and the grouped prior successes (two small a
 
 
 def _config_error(message: str):
-    from pipeline.game import ConfigError
+    from pipeline.errors import ConfigError
 
     return ConfigError(message)
 
@@ -158,7 +158,7 @@ def estimate_job(cfg: DictConfig, trials: int, per_target: bool = False) -> dict
 def check_profile(cfg: DictConfig, boxes) -> None:
     """The mechanism's privacy profile, built before the first trial: a value it refuses (RR at epsilon =
     inf, ...) is one sentence naming the mechanism's config key, not an error after every trial was played."""
-    from pipeline.game import _box_error
+    from pipeline.errors import _box_error
 
     try:
         profile = boxes.mechanism.profile

@@ -275,7 +275,7 @@ def cancel(job_ids: Sequence[str]) -> bool:
 
 
 def _config_error(message: str) -> Exception:
-    from pipeline.game import ConfigError  # lazy: the game is heavy, and this module is imported by pipeline/
+    from pipeline.errors import ConfigError  # lazy: the game is heavy, and this module is imported by pipeline/
 
     return ConfigError(message)
 

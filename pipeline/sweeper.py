@@ -136,7 +136,7 @@ def figure_jobs(compose: Callable[[list[str]], DictConfig], combination: Sequenc
         figure.check(cfg)  # boxes the figure cannot read: refused before its points are asked for
         points = figure.points(cfg)
     except (ValueError, FileNotFoundError) as exc:
-        from pipeline.game import ConfigError
+        from pipeline.errors import ConfigError
 
         raise ConfigError(str(exc).strip().splitlines()[0]) from exc
     jobs = []
@@ -200,7 +200,7 @@ def check_sweep_folder(sweep_dir: str | os.PathLike, jobs: Sequence[Sequence[str
     listed = listed_jobs(sweep_dir)
     if listed == [list(job) for job in jobs]:
         return
-    from pipeline.game import ConfigError
+    from pipeline.errors import ConfigError
 
     root = Path(sweep_dir)
     if listed is None:

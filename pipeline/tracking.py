@@ -190,3 +190,15 @@ class SweepFolder(_Callback):
 
 
 # Reading an offline run back without syncing: tests/wandb_offline.py (read_offline_run), a test helper.
+
+
+def build_logger(cfg: DictConfig):
+    """Instantiate the logger group (pipeline.tracking); a refused value raises ConfigError."""
+    from hydra.utils import instantiate
+
+    try:
+        return instantiate(cfg.logger)
+    except Exception as exc:  # noqa: BLE001
+        from pipeline.errors import _box_error
+
+        raise _box_error("logger", cfg, exc) from exc

@@ -46,7 +46,7 @@ def _build(cfg: DictConfig, key: str, kind: type):
     """Instantiate cfg.<key> (task or figure); a refused value raises the game's ConfigError naming <key>.<argument>."""
     from hydra.utils import instantiate
 
-    from pipeline.game import ConfigError, _box_error
+    from pipeline.errors import ConfigError, _box_error
 
     try:
         built = instantiate(cfg[key], _convert_="all")
@@ -70,7 +70,7 @@ def build_figure(cfg: DictConfig) -> Figure:
 
 def figure_metrics(figure: Figure, cfg: DictConfig, metrics: Mapping) -> dict:
     """What a figure's game job adds to its metrics.json: its rows of the table, the columns, the experiment."""
-    from pipeline.game import ConfigError
+    from pipeline.errors import ConfigError
 
     try:
         rows = figure.rows(cfg, metrics)
@@ -100,7 +100,8 @@ def run_task(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping
     before every number is computed. (choices: the chosen option per config group, unused by a task.)
     """
     from pipeline.cache import StageCache
-    from pipeline.game import ConfigError, build_logger
+    from pipeline.errors import ConfigError
+    from pipeline.tracking import build_logger
     from pipeline.tracking import tracked
 
     output_dir = Path(output_dir)
@@ -232,7 +233,7 @@ class ExperimentReport(_Callback):
             return
         print(f"{len(rows)} rows -> {table}\nfigure -> {figure}")
         if str(config.get("logger", {}).get("_target_", "")).endswith("WandbLogger"):
-            from pipeline.game import build_logger
+            from pipeline.tracking import build_logger
             from pipeline.tracking import tracked
 
             logger = build_logger(config)

@@ -34,6 +34,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from stages.attack.decode import DECODES, decode_relaxed
 from stages.bound import _validate
 
 __all__ = ["PosteriorAttack", "gibbs_marginals", "exact_posterior_marginals", "single_column_terms"]
@@ -148,8 +149,6 @@ class PosteriorAttack:
 
     def __init__(self, sweeps: int = 200, burn_in: int = 50, seed: int = 0, exact_scale: float = 1.0,
                  decode: str = "joint") -> None:
-        from stages.attack.rap import DECODES
-
         self.sweeps = _validate.integer("sweeps", sweeps, minimum=1)
         self.burn_in = _validate.integer("burn_in", burn_in, minimum=0)
         self.seed = _validate.integer("seed", seed, minimum=0)
@@ -193,10 +192,7 @@ class PosteriorAttack:
 
     def decode(self, relaxed: np.ndarray, targets: Sequence[int], metric, **kwargs) -> np.ndarray:
         """RAP's decode of the relaxed table (the argmax of the posterior marginal for one target)."""
-        from stages.attack.rap import RAPAttack
-
-        decoder = RAPAttack(steps=0, decode=self.decode_mode)
-        return decoder.decode(relaxed, targets, metric, **kwargs)
+        return decode_relaxed(relaxed, targets, metric, self.decode_mode, **kwargs)
 
     def reconstruct(self, release, known, known_values, domain, prior_marginals, targets, metric,
                     network=None) -> np.ndarray:

@@ -42,13 +42,12 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from stages.attack.decode import _PRIOR_FLOOR, DECODES, decode_relaxed
 from stages.bound import _validate
 
 __all__ = ["RAPAttack", "OBJECTIVES", "DECODES", "prepare", "relaxed_loss_numpy"]
 
 OBJECTIVES = ("plain", "noise_aware")
-DECODES = ("joint", "per_column")
-_PRIOR_FLOOR = 1e-8
 
 
 @dataclass
@@ -341,30 +340,9 @@ class RAPAttack:
     def decode(self, relaxed: np.ndarray, targets: Sequence[int], metric, *, network=None,
                known: Sequence[int] = (), known_values=None,
                prior_marginals: Mapping[int, np.ndarray] | None = None) -> np.ndarray:
-        """Guesses z (n, len(targets)) from a relaxed table (n, d, max domain), by `self.decode_mode`.
-
-        `joint` needs the prior's network (a `BayesNet`), the known columns and values and the per-column
-        priors the attack started from (prior_marginals, every unknown column); a set-valued metric
-        (`within`) or a missing network decodes per column.
-        """
-        targets = [int(t) for t in targets]
-        domain = [int(m) for m in (network.domain if network is not None else [relaxed.shape[2]] * relaxed.shape[1])]
-        if self.decode_mode == "per_column" or network is None or not _exact(metric):
-            return np.stack([np.asarray(metric.best_guess(relaxed[:, t, :domain[t]], 1))[:, 0] for t in targets],
-                            axis=1).astype(np.int64)
-        if prior_marginals is None:
-            raise ValueError("decode=joint needs prior_marginals, the per-column priors the attack started from.")
-        known = [int(k) for k in known]
-        soft = {}
-        for j, prior in prior_marginals.items():
-            j = int(j)
-            if j in known:
-                continue
-            q = np.asarray(relaxed[:, j, :domain[j]], dtype=float)
-            ratio = np.maximum(q, 0.0) / np.maximum(np.asarray(prior, dtype=float), _PRIOR_FLOOR)
-            soft[j] = ratio / np.maximum(ratio.max(axis=1, keepdims=True), 1e-300)  # per-record scale: no overflow
-        z, _ = network.joint_map(known, np.asarray(known_values, dtype=np.int64).reshape(-1, len(known)), targets, soft)
-        return z
+        """Guesses z (n, len(targets)) from a relaxed table by `self.decode_mode` (stages.attack.decode)."""
+        return decode_relaxed(relaxed, targets, metric, self.decode_mode, network=network, known=known,
+                              known_values=known_values, prior_marginals=prior_marginals)
 
     def guess(self, a, law, mechanism, metric) -> np.ndarray:
         """Guesses of the trial's law's target columns from the release a (stages.protocols.Attack)."""
@@ -373,9 +351,3 @@ class RAPAttack:
     def params(self) -> dict:
         return {"attack": self.name, "steps": self.steps, "learning_rate": self.learning_rate,
                 "objective": self.objective, "decode": self.decode_mode, "compare": list(self.compare)}
-
-
-def _exact(metric) -> bool:
-    from stages.metric import Exact
-
-    return isinstance(metric, Exact)

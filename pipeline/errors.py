@@ -1,0 +1,37 @@
+"""The pipeline's one kind of refusal: a ConfigError is one sentence naming the config key, the value and the fix.
+
+Boxes raise their own ValueError (or FileNotFoundError, ImportError, TypeError) naming their argument;
+`_box_error` turns it into a ConfigError that names the config key (`group.argument`). The engine, the pre-flight
+checks, the experiments and the sweeper all raise and catch this one class (it lives here, not in the engine, so
+none of them imports the engine for it).
+"""
+from __future__ import annotations
+
+from omegaconf import DictConfig
+
+__all__ = ["ConfigError"]
+
+
+class ConfigError(ValueError):
+    """A config value the boxes or the game refuse; str() is one sentence naming the key and value."""
+
+
+_CONFIG_PROBLEMS = (ValueError, FileNotFoundError, ImportError, TypeError)
+
+
+def _box_error(group: str, cfg: DictConfig, exc: BaseException) -> ConfigError:
+    """One sentence naming the config key (group.argument) and the value the box refused."""
+    cause = exc
+    # hydra.utils.instantiate wraps the constructor's exception; report the box's own sentence.
+    while cause.__cause__ is not None and not isinstance(cause, _CONFIG_PROBLEMS):
+        cause = cause.__cause__
+    if isinstance(cause, MemoryError):  # a size the box cannot hold (pipeline.preflight estimates most before)
+        return ConfigError(f"{group}: the box needs more memory than this machine has ({cause!r}); lower its "
+                           f"sizes (e.g. {group}.n_targets or {group}.domain_size).")
+    if not isinstance(cause, _CONFIG_PROBLEMS):
+        raise exc
+    message = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    first_word = message.split(" ", 1)[0]
+    if first_word in cfg[group]:  # the box named its argument: call it by its config key
+        return ConfigError(f"{group}.{message}")
+    return ConfigError(f"{group}: {message}")
