@@ -504,12 +504,12 @@ def privacy_of(mechanism) -> dict:
     own_delta = getattr(mechanism, "delta", None)
     if own_delta is not None:
         delta, source = float(own_delta), "mechanism.delta"
-    elif getattr(profile, "delta_", None) == 0.0 and getattr(profile, "eps", None) is not None:
+    elif profile.pure_epsilon() is not None:  # the profile says what it is (PrivacyProfile.pure_epsilon)
         delta, source = 0.0, "pure eps-DP (delta = 0)"
     else:
         delta, source = FALLBACK_DELTA, (f"the mechanism has no delta (it is given by its profile, e.g. mu); epsilon "
                                          f"is reported at delta = {FALLBACK_DELTA:g}")
-    epsilon = float(profile.eps) if source.startswith("pure") else float(profile.epsilon(delta))
+    epsilon = float(profile.pure_epsilon()) if source.startswith("pure") else float(profile.epsilon(delta))
     # the mechanism's own accounting beside it (DP-SGD: the noise multiplier, steps, epsilon under add/remove
     # and opacus's), where it has one; the keys above win
     own = plain(mechanism.privacy()) if callable(getattr(mechanism, "privacy", None)) else {}

@@ -11,20 +11,20 @@ from __future__ import annotations
 import numpy as np
 
 from stages.bound.box import as_confidences, bound_theorem, count_dict, guesses_per_target, played_trials
-from stages.bound.profiles import ApproxDP
-from stages.bound.theorems import beta, pure_dp_count_bound
+from stages.bound.theorems import beta, pure_dp_count_bound, pure_epsilon_of
 
 __all__ = ["PureDPBound"]
 
 
 def pure_epsilon(profile) -> float:
     """The eps of an eps-DP profile (PureDP, or ApproxDP with delta = 0), raising for any other profile."""
-    if not (isinstance(profile, ApproxDP) and profile.delta_ == 0.0):
+    eps = pure_epsilon_of(profile)
+    if eps is None:
         raise ValueError(
             f"bound=pure_dp needs an eps-DP mechanism (profile PureDP), got {profile!r}; "
             "use bound=one_run or bound=expected for approximate or Gaussian DP."
         )
-    return float(profile.eps)
+    return eps
 
 
 class PureDPBound:
@@ -75,7 +75,7 @@ class PureDPBound:
         too); for an eps-DP profile also `expected` (see `expected`) and `expected_trials`, the trials it averages."""
         out = bound_theorem(profile, metric, guesses_per_target(trials), getattr(prior, "domain_size", None),
                             "pure_dp (Theorem 3.1)")
-        if isinstance(profile, ApproxDP) and profile.delta_ == 0.0:
+        if pure_epsilon_of(profile) is not None:
             played = played_trials(prior, metric, trials)
             out.update(expected=self.expected(profile, prior, metric, played), expected_trials=len(played))
         return out
