@@ -284,6 +284,11 @@ def mmc_bound(profile, p, *, confidence=None):
 
     Raises ValueError unless every nonzero p_i equals 1/k for one integer k >= 2 ("uniform priors
     p = 1/k, k candidates per canary").
+
+    The profile is used as given: MMC's proof needs the guarantee between inputs that differ in one canary's
+    secret, i.e. replace-one in a reconstruction game, so pass ``profiles.for_game(profile, "reconstruction")``
+    for an add/remove profile (``count_bound``, ``best_bound`` and the comparator box do; with an add/remove
+    DP-SGD profile as given the value can fall below a real attack: stages/bound/MMC_CHECK.md).
     """
     arr = _prior_vector("p", p)
     k = uniform_candidates(arr, bound="mmc_bound")
