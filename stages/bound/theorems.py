@@ -1005,7 +1005,7 @@ def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: 
         if len(_COUNTS_MEMO) >= 256:
             _COUNTS_MEMO.clear()
         _COUNTS_MEMO[key] = (out, by)
-    shape = lambda a: int(a[0]) if conf.ndim == 0 else np.asarray(a).reshape(conf.shape)
+    shape = lambda a: int(a[0]) if conf.ndim == 0 else np.array(a).reshape(conf.shape)  # a copy: the memo stays
     return shape(out), {name: shape(v) for name, v in by.items()}
 
 
