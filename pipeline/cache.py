@@ -31,6 +31,7 @@ from typing import Callable, Mapping
 import numpy as np
 from filelock import FileLock, Timeout
 
+from pipeline import boundary
 from pipeline.io import plain
 
 __all__ = ["StageCache", "canonical_json", "config_key", "save_arrays", "load_arrays", "file_fingerprint",
@@ -92,7 +93,7 @@ def data_fingerprints(boxes: Mapping[str, object]) -> dict[str, list[dict[str, o
     """{group: [file_fingerprint(f) for f in box.data_files()]} for every box that reads data files."""
     out = {}
     for group, box in boxes.items():
-        files = box.data_files() if callable(getattr(box, "data_files", None)) else ()
+        files = boundary.data_files(box)
         if files:
             out[group] = [file_fingerprint(f) for f in files]
     return out

@@ -4,7 +4,8 @@ For each of R trials: sample targets X ~ prior, take the law the attacker holds 
 (prior.for_trial(X): the prior itself, or per-record conditionals such as BayNet's given the known columns),
 release a = M(X), let the attack and each of its variants guess z = A(a, law, M, metric), and score
 L(X, z); the prior-only baseline scores the law's a-priori guess z* (as many guesses per target as the attack,
-the same metric) on the same X. The box contracts are stages/protocols.py. `play_trials` is the project's
+the same metric) on the same X. The box contracts are stages/protocols.py; every optional hook is read
+through pipeline/boundary.py (its default when a box lacks it), never off a box here. `play_trials` is the project's
 only trial loop: the experiments (pipeline/experiments) list points and play each as a game here.
 
 Stages (pipeline.cache): the played trials (`trials`, keyed by the four game boxes' configs, the contents of
@@ -35,6 +36,7 @@ from typing import Any, Mapping
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from pipeline import boundary
 from pipeline.cache import StageCache, data_fingerprints, load_arrays, save_arrays
 from pipeline.errors import ConfigError, _box_error  # noqa: F401 (ConfigError: also this module's name for it)
 from pipeline.io import plain, save_figure_atomic, write_json_atomic
@@ -99,14 +101,15 @@ class Boxes:
     bound: Any
 
     def names(self) -> dict[str, str]:
-        return {group: getattr(getattr(self, group), "name", type(getattr(self, group)).__name__) for group in BOX_GROUPS}
+        return {group: boundary.box_name(box) for group, box in self.as_dict().items()}
 
     def as_dict(self) -> dict[str, Any]:
-        return {group: getattr(self, group) for group in BOX_GROUPS}
+        return dict(zip(BOX_GROUPS, (self.prior, self.mechanism, self.attack, self.metric, self.bound)))
 
     def params(self) -> dict[str, Any]:
         """Each box's params() (e.g. the Zipf exponent fitted to a counts file), for metrics.json."""
-        return {group: plain(box.params()) for group, box in self.as_dict().items() if callable(getattr(box, "params", None))}
+        params = {group: boundary.box_params(box) for group, box in self.as_dict().items()}
+        return {group: plain(value) for group, value in params.items() if value is not None}
 
 
 class Progress:
@@ -199,14 +202,13 @@ def save_per_target(cfg: DictConfig) -> bool:
 
 def guesses_per_target(attack) -> int | None:
     """The attack's k (guesses per target) if it declares one, else None (the first trial's guesses tell)."""
-    k = getattr(attack, "k", None)
-    return int(k) if k is not None else None
+    return boundary.guesses_per_target(attack)
 
 
 def check_boxes(boxes: Boxes) -> None:
     """Refuse box combinations no single box can judge: more guesses per target than candidates."""
     k = guesses_per_target(boxes.attack)
-    domain = getattr(boxes.prior, "domain_size", None)
+    domain = boundary.domain_size(boxes.prior)
     if k is not None and domain is not None and k > int(domain):
         raise ConfigError(
             f"attack.k must be at most the prior's domain_size ({int(domain)}): with more guesses than candidates "
@@ -221,7 +223,7 @@ def _drop_data_locations(config: Any) -> Any:
 
 
 def _drop_stage_key_defaults(config: Any, box: Any) -> Any:
-    defaults = getattr(type(box), "STAGE_KEY_DEFAULTS", None)
+    defaults = boundary.stage_key_defaults(box)
     if not isinstance(config, Mapping) or not isinstance(defaults, Mapping):
         return config
     return {k: v for k, v in config.items() if not (k in defaults and v == defaults[k])}
@@ -235,11 +237,11 @@ def trials_stage_config(cfg: DictConfig, seed: int, trials: int, boxes: Boxes | 
     game = {group: resolved[group] for group in ("prior", "mechanism", "attack", "metric")}
     if boxes is not None:
         # A box that lists its data files is keyed by their contents instead of by where they lie.
-        game = {group: _drop_data_locations(config) if callable(getattr(getattr(boxes, group), "data_files", None))
+        game = {group: _drop_data_locations(config) if boundary.reads_data_files(boxes.as_dict()[group])
                 else config for group, config in game.items()}
         # A setting added to a box after artifacts were cached is left out at its default (the box's
         # STAGE_KEY_DEFAULTS), so the key stays the one from before the setting existed.
-        game = {group: _drop_stage_key_defaults(config, getattr(boxes, group)) for group, config in game.items()}
+        game = {group: _drop_stage_key_defaults(config, boxes.as_dict()[group]) for group, config in game.items()}
     config = {
         "stage": "trials",
         "version": TRIALS_STAGE_VERSION,
@@ -248,7 +250,7 @@ def trials_stage_config(cfg: DictConfig, seed: int, trials: int, boxes: Boxes | 
         "trials": trials,
     }
     if boxes is not None:
-        files = data_fingerprints({group: getattr(boxes, group) for group in game})
+        files = data_fingerprints({group: boxes.as_dict()[group] for group in game})
         if files:
             config["data_files"] = {group: [{"size": f["size"], "sha256": f["sha256"]} for f in found]
                                     for group, found in files.items()}
@@ -260,9 +262,9 @@ def trials_stage_config(cfg: DictConfig, seed: int, trials: int, boxes: Boxes | 
 def attacks_of(attack) -> dict[str, Any]:
     """{label: attack}: the attack box itself (under its label, else its name) and its variants(), all scored
     on the same release of every trial."""
-    primary = str(getattr(attack, "label", None) or getattr(attack, "name", type(attack).__name__))
+    primary = boundary.attack_label(attack)
     out = {primary: attack}
-    variants = attack.variants() if callable(getattr(attack, "variants", None)) else {}
+    variants = boundary.variants(attack)
     for label, variant in variants.items():
         if str(label) in out:
             raise ConfigError(f"attack variants must have distinct names, got {label!r} twice; drop it from the "
@@ -273,7 +275,7 @@ def attacks_of(attack) -> dict[str, Any]:
 
 def bind_mechanism(mechanism, prior):
     """The mechanism bound to what the prior's records look like (for_prior: a table's domain and known columns)."""
-    return mechanism.for_prior(prior) if callable(getattr(mechanism, "for_prior", None)) else mechanism
+    return boundary.for_prior(mechanism, prior)
 
 
 def _records_digest(X) -> str:
@@ -287,8 +289,9 @@ def release_key(mechanism, config: Mapping | None, X, seed, trial: int) -> tuple
     """(stage, key) of trial `trial`'s release: the mechanism's own key (release_stage) if it has one, else its
     parameters as bound to the prior, the records' SHA-256, the seed and the trial (the mechanism's seed is
     child `trial` of SeedSequence(seed), so the key determines the release)."""
-    if callable(getattr(mechanism, "release_stage", None)):
-        return mechanism.release_stage(dict(config or {}), X, seed, trial)
+    own = boundary.release_stage(mechanism)
+    if own is not None:
+        return own(dict(config or {}), X, seed, trial)
     return "release", {"stage": "release", "version": RELEASE_STAGE_VERSION, "mechanism": plain(mechanism.params()),
                        "records": _records_digest(X), "seed": plain(seed), "trial": int(trial)}
 
@@ -307,10 +310,9 @@ def _release(mechanism, config, X, seed, trial: int, rng_seed, cache: StageCache
 
     if released is not None:
         return released, key
-    if cache is None or not getattr(mechanism, "cache_release", False):
+    if cache is None or not boundary.cache_release(mechanism):
         return mechanism.release(X, np.random.default_rng(rng_seed)), key
-    to_arrays = getattr(mechanism, "release_arrays", None) or (lambda a: {"release": np.asarray(a)})
-    from_arrays = getattr(mechanism, "release_from_arrays", None) or (lambda arrays: arrays["release"])
+    to_arrays, from_arrays = boundary.release_codec(mechanism)
 
     def compute(directory: Path) -> None:
         save_arrays(directory, **to_arrays(mechanism.release(X, np.random.default_rng(rng_seed))))
@@ -324,10 +326,10 @@ def _releases_side_by_side(mechanism, config, prior, seed, trials: int, cache: S
     each trial from the same seeds and records as in play_trials' loop, each stored in the cache's release stage
     (one entry per trial, as when trained alone). Trials already cached are left to the loop, which reads them;
     {} when the mechanism trains one trial at a time."""
-    together = getattr(mechanism, "trials_side_by_side", None)
-    if not callable(together) or trials < 2:
+    together = boundary.trials_side_by_side(mechanism)
+    if together is None or trials < 2:
         return {}
-    cached = cache is not None and getattr(mechanism, "cache_release", False)
+    cached = cache is not None and boundary.cache_release(mechanism)
     root = np.random.SeedSequence(seed)
     todo = []
     for t in range(trials):  # the loop's own children and records
@@ -338,7 +340,7 @@ def _releases_side_by_side(mechanism, config, prior, seed, trials: int, cache: S
     size = together(len(todo)) if len(todo) > 1 else 1
     if size < 2:
         return {}
-    to_arrays = getattr(mechanism, "release_arrays", None) or (lambda a: {"release": np.asarray(a)})
+    to_arrays, _ = boundary.release_codec(mechanism)
     out: dict[int, Any] = {}
     for group in np.array_split(np.arange(len(todo)), -(-len(todo) // size)):
         chunk = [todo[i] for i in group]
@@ -358,13 +360,13 @@ def _releases_side_by_side(mechanism, config, prior, seed, trials: int, cache: S
 def _guess(attack, a, law, mechanism, metric, key, cache: StageCache | None) -> np.ndarray:
     """z = attack.guess(...); an attack with a metric-free expensive step (prepare) has it cached per trial,
     keyed by the release, the attack's settings and the law, so other metrics, target columns and bounds reuse it."""
-    if not callable(getattr(attack, "prepare", None)):
+    if not boundary.prepares(attack):
         return np.asarray(attack.guess(a, law, mechanism, metric))
     if cache is None:
         prepared = attack.prepare(a, law, mechanism)
     else:
         config = {"stage": "attack", "version": ATTACK_STAGE_VERSION, "release": key()[1],
-                  "attack": plain(attack.prepare_key()), "law": plain(law.key()) if hasattr(law, "key") else None}
+                  "attack": plain(attack.prepare_key()), "law": plain(boundary.law_key(law))}
 
         def compute(directory: Path) -> None:
             save_arrays(directory, prepared=attack.prepare(a, law, mechanism))
@@ -396,7 +398,7 @@ def play_trials(boxes: Boxes, seed, trials: int, *, per_target: bool = False, ca
     mechanism = bind_mechanism(boxes.mechanism, prior)
     attacks = attacks_of(attack)
     labels = list(attacks)
-    per_trial_law = bool(getattr(prior, "per_trial", False))
+    per_trial_law = boundary.per_trial(prior)
     successes = {label: np.zeros(trials, dtype=np.int64) for label in labels}
     groups: dict[str, list] = {label: [] for label in labels}
     observed: dict[str, list] = {}
@@ -417,9 +419,8 @@ def play_trials(boxes: Boxes, seed, trials: int, *, per_target: bool = False, ca
             X = prior.sample(np.random.default_rng(data_seed), prior.n_targets)
             law = prior.for_trial(X)
             a, key = _release(mechanism, mechanism_config, X, seed, t, mechanism_seed, cache, ahead.pop(t, None))
-            if callable(getattr(mechanism, "release_info", None)):
-                for name, value in mechanism.release_info(a).items():
-                    release_info.setdefault(name, []).append(value)
+            for name, value in boundary.release_info(mechanism, a).items():
+                release_info.setdefault(name, []).append(value)
             for label, att in attacks.items():
                 z = _guess(att, a, law, mechanism, metric, key, cache)
                 if z.ndim == 1:
@@ -429,9 +430,8 @@ def play_trials(boxes: Boxes, seed, trials: int, *, per_target: bool = False, ca
                 successes[label][t] = int(np.sum(law.score(X, z, metric)))
                 p = np.asarray(law.success_probability(z, metric), dtype=float)
                 groups[label].append(group_prior_success(p))
-                if callable(getattr(att, "observed", None)):
-                    for name, value in att.observed().items():
-                        observed.setdefault(f"observed__{label}__{name}", []).append(np.nan if value is None else value)
+                for name, value in boundary.observed(att).items():
+                    observed.setdefault(f"observed__{label}__{name}", []).append(np.nan if value is None else value)
                 if per_target and label == labels[0]:
                     guesses.append(z.astype(np.int64))
                     attack_prior_success.append(p)
@@ -497,11 +497,11 @@ def privacy_of(mechanism) -> dict:
     """
     profile = mechanism.profile
     if profile is None:
-        reason = (mechanism.privacy() if callable(getattr(mechanism, "privacy", None)) else {}).get("reason") or \
-            f"mechanism {getattr(mechanism, 'name', type(mechanism).__name__)} has no privacy profile"
+        reason = boundary.privacy(mechanism).get("reason") or \
+            f"mechanism {boundary.box_name(mechanism)} has no privacy profile"
         return {"private": False, "reason": reason, "epsilon": None, "delta": None}
-    params = profile.params() if hasattr(profile, "params") else {"profile": type(profile).__name__}
-    own_delta = getattr(mechanism, "delta", None)
+    params = boundary.profile_params(profile)
+    own_delta = boundary.own_delta(mechanism)
     if own_delta is not None:
         delta, source = float(own_delta), "mechanism.delta"
     elif profile.pure_epsilon() is not None:  # the profile says what it is (PrivacyProfile.pure_epsilon)
@@ -512,7 +512,7 @@ def privacy_of(mechanism) -> dict:
     epsilon = float(profile.pure_epsilon()) if source.startswith("pure") else float(profile.epsilon(delta))
     # the mechanism's own accounting beside it (DP-SGD: the noise multiplier, steps, epsilon under add/remove
     # and opacus's), where it has one; the keys above win
-    own = plain(mechanism.privacy()) if callable(getattr(mechanism, "privacy", None)) else {}
+    own = plain(boundary.privacy(mechanism))
     return {**own, "private": True, **plain(params), "delta": delta, "epsilon": epsilon, "delta_source": source}
 
 
@@ -555,14 +555,14 @@ def bound_of(boxes: Boxes, summary: PlayedTrials, confidences: np.ndarray, laws:
     if laws is None:
         args = (profile, boxes.prior, metric, summary, confidences)
         bound, winners = box.compute_theorems(*args)
-        per_trial = box.compute_per_trial(*args) if hasattr(box, "compute_per_trial") else None
-        theorem = box.theorem(*args[:4]) if hasattr(box, "theorem") else None
+        per_trial = boundary.compute_per_trial(box, *args)
+        theorem = boundary.bound_theorem(box, *args[:4])
         by_confidence = {repr(float(c)): w for c, w in winners.items()}
-    elif getattr(box, "mixes_trials", False):
+    elif boundary.mixes_trials(box):
         # a bound over the mixture of the trials (Theorem 3.2) that reads the laws only through the played p_i
         bound, winners = box.compute_theorems(profile, laws[0], metric, summary, confidences)
         per_trial = None
-        theorem = box.theorem(profile, laws[0], metric, summary) if hasattr(box, "theorem") else None
+        theorem = boundary.bound_theorem(box, profile, laws[0], metric, summary)
         by_confidence = {repr(float(c)): w for c, w in winners.items()}
     else:
         results = [box.compute_theorems(profile, law, metric, _single_trial(summary, r), confidences)
@@ -572,7 +572,7 @@ def bound_of(boxes: Boxes, summary: PlayedTrials, confidences: np.ndarray, laws:
         per_trial = None
         # the theorem depends on the laws only through k and the domain, the same in every trial; its record's
         # numbers over the trials (pure_dp's expected) read every trial's played p_i
-        theorem = box.theorem(profile, laws[0], metric, summary) if hasattr(box, "theorem") else None
+        theorem = boundary.bound_theorem(box, profile, laws[0], metric, summary)
         # which theorem gave each trial's count: {confidence: {theorem: trials}}
         by_confidence = {repr(float(c)): {name: sum(1 for _, w in results if w[c] == name)
                                           for name in sorted({w[c] for _, w in results})} for c in counts[0]}
@@ -743,8 +743,8 @@ def compute_metrics(cfg: DictConfig, cache: StageCache | None = None, *, seed=No
     preflight.check_compatible(cfg)  # boxes that cannot play together: one sentence naming the pair, nothing built
     preflight.estimate_job(cfg, trials, per_target)  # logs the job's size; refuses what cannot fit in memory
     boxes = build_boxes(cfg)
-    if cache is not None and callable(getattr(boxes.prior, "use_cache", None)):
-        boxes.prior.use_cache(cache.get_or_compute)  # an expensive prior (LM scores, a BayNet fit) is a stage of its own
+    if cache is not None:
+        boundary.use_cache(boxes.prior, cache.get_or_compute)  # an expensive prior (LM scores, a BayNet fit) is a stage of its own
     check_boxes(boxes)
     preflight.check_profile(cfg, boxes)  # a mechanism without a valid profile is refused before any trial
     try:
@@ -919,7 +919,7 @@ def run_game(cfg: DictConfig, output_dir: str | os.PathLike, cache: StageCache |
     if logger is not None:
         logger.log_metrics({k: v for k, v in metrics.items() if k not in ("table", "columns", "experiment")})
         logger.log_figures({"successes": figure})
-        if metrics.get("table") and hasattr(logger, "log_table"):
+        if metrics.get("table") and boundary.logs_tables(logger):
             from pipeline.experiments import table_columns
 
             logger.log_table(metrics["experiment"]["name"], table_columns(metrics["table"]), metrics["table"])
@@ -959,6 +959,6 @@ def run_job(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping[
     with tracked(logger, config=run_config(cfg, BOX_GROUPS, reads_data=False), name=run_name, group=str(cfg.name),
                  tags=tags, directory=output_dir):
         metrics = run_game(cfg, output_dir, cache=cache, logger=logger)
-        if metrics.get("data_files") and "data_dir" in cfg and hasattr(logger, "update_config"):
+        if metrics.get("data_files") and "data_dir" in cfg and boundary.updates_config(logger):
             logger.update_config({"data_dir": str(cfg.data_dir)})
         return metrics

@@ -14,17 +14,29 @@ and the bound box turns mechanism.profile and the law into counts. A fixed prior
 its own law in every trial; a prior whose law depends on what the attacker knows about each record (BayNet:
 the known columns) gives a fresh law per trial, and the bound is computed per trial from it.
 
-Optional hooks a box may add (the game uses them when present):
-- prior: ``use_cache(get_or_compute)`` (an expensive fit or scoring as a stage), ``data_files()``;
-  ``per_trial = True`` when ``for_trial`` depends on X.
+Optional hooks a box may add, each with its default when absent. The engine reads them only through
+pipeline/boundary.py (one function per hook, HOOKS lists them), never off a box itself:
+- every box: ``name`` (default the class name), ``params()`` (default: no params reported), ``data_files()``
+  (default (): its stage keys then hold the files' hashes, not where they lie), class attribute
+  ``STAGE_KEY_DEFAULTS`` (settings left out of stage keys at these values; default None).
+- prior: ``use_cache(get_or_compute)`` (an expensive fit or scoring as a stage; default nothing),
+  ``per_trial = True`` when ``for_trial`` depends on X (default False), ``domain_size`` (default None).
+  A TrialLaw: ``key()`` (what identifies it in an attack's prepare stage; default None).
 - mechanism: ``for_prior(prior)`` (a copy bound to what the prior's records look like, e.g. the table's
-  domain and known columns), ``release_stage(config, X, seed, trial)`` (its own cache key),
-  ``release_arrays(a)`` / ``release_from_arrays(arrays)`` (how a release is stored), ``privacy()``,
+  domain and known columns; default itself), ``release_stage(config, X, seed, trial)`` (its own cache key;
+  default its params, the records' hash, seed and trial), ``cache_release`` (default False),
+  ``release_arrays(a)`` / ``release_from_arrays(arrays)`` (how a release is stored; default one array
+  "release"), ``release_info(a)`` (per-trial numbers of the release; default {}), ``privacy()`` (its own
+  accounting, or "reason" it is not private; default {}), ``delta`` (default None),
   ``trials_side_by_side(n)`` / ``release_side_by_side(Xs, rngs)`` (how many of n trials it releases together, and
-  their releases: DP-SGD's trials trained as one stacked computation; each is cached as its own trial's release).
-- attack: ``variants()`` (other attacks scored on the same release), ``prepare(a, law, mechanism)`` /
-  ``decide(prepared, law, metric)`` (an expensive, metric-free step cached per trial, then the guess),
-  ``observed()`` (per-trial numbers the attack reports, e.g. a fitted temperature), ``k``.
+  their releases: DP-SGD's trials trained as one stacked computation; each is cached as its own trial's release;
+  default None: one trial at a time). A profile: ``params()`` (default {"profile": its class name}).
+- attack: ``variants()`` (other attacks scored on the same release; default {}), ``prepare(a, law, mechanism)`` /
+  ``prepare_key()`` / ``decide(prepared, law, metric)`` (an expensive, metric-free step cached per trial, then
+  the guess; default: guess), ``observed()`` (per-trial numbers the attack reports, e.g. a fitted temperature;
+  default {}), ``label`` (default its name), ``k`` (default None: the first trial's guesses tell).
+- bound: ``theorem(...)`` (default None: no theorem record), ``compute_per_trial(...)`` (default None),
+  ``mixes_trials`` (per-trial laws bounded once over their mixture; default False).
 
 Compatibility is declared on the classes, so the game refuses a combination before anything is built:
 ``Prior.provides`` (what its records are), ``Mechanism.needs_prior`` and ``Attack.needs_prior`` (what
@@ -128,7 +140,11 @@ class Metric(Protocol):
 @runtime_checkable
 class BoundBox(Protocol):
     """The bound box: {confidence: count} from the profile, a law, the metric and the played trials, and the
-    theorem behind those numbers ({"theorem", "set_valued", "reason", ...})."""
+    theorem behind those numbers ({"theorem", "set_valued", "reason", ...}).
+
+    The engine calls ``compute_theorems(profile, prior, metric, trials, confidences) -> ({confidence: count},
+    {confidence: theorem name})``; ``theorem``, ``compute_per_trial`` and ``mixes_trials`` are optional (their
+    defaults: pipeline.boundary.bound_theorem, compute_per_trial, mixes_trials)."""
 
     name: str
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from itertools import product
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 import pytest
 from hydra.utils import instantiate
 
 import pipeline
-from pipeline import preflight
+from pipeline import boundary, preflight
 from pipeline.game import ConfigError
 from stages import protocols
 
@@ -67,12 +68,44 @@ def test_every_option_meets_its_protocol(group, compose_config):
         preflight.check_config(cfg)
         box = instantiate(cfg[group], _convert_="all")
         assert isinstance(box, PROTOCOLS[group]), f"{group}={option} does not meet stages.protocols.{PROTOCOLS[group].__name__}"
+        through_the_boundary(group, box)
         if group == "prior":
             assert box.provides in protocols.KINDS
             X = box.sample(np.random.default_rng(0), box.n_targets)
             law = box.for_trial(X)
             assert isinstance(law, protocols.TrialLaw) and law.n_targets == box.n_targets
-            assert (law is box) != bool(getattr(box, "per_trial", False))
+            assert (law is box) != boundary.per_trial(box)
+            boundary.law_key(law)
+            mechanism = boundary.for_prior(instantiate(cfg["mechanism"], _convert_="all"), box)  # bound to its records
+            assert isinstance(mechanism, protocols.Mechanism)
+
+
+def through_the_boundary(group: str, box) -> None:
+    """Every optional hook of the box's group, asked through pipeline.boundary (issue 22 item 1), is of its
+    declared type, present or at its default."""
+    assert isinstance(boundary.box_name(box), str)
+    assert isinstance(boundary.box_params(box), dict)
+    assert isinstance(boundary.reads_data_files(box), bool)
+    assert boundary.stage_key_defaults(box) is None or isinstance(boundary.stage_key_defaults(box), Mapping)
+    if group == "prior":
+        assert isinstance(boundary.per_trial(box), bool)
+        assert boundary.domain_size(box) is None or int(boundary.domain_size(box)) > 0
+    elif group == "mechanism":
+        assert isinstance(boundary.cache_release(box), bool)
+        assert all(callable(f) for f in boundary.release_codec(box))
+        assert boundary.release_stage(box) is None or callable(boundary.release_stage(box))
+        assert boundary.trials_side_by_side(box) is None or callable(boundary.trials_side_by_side(box))
+        assert isinstance(boundary.privacy(box), Mapping)
+        assert boundary.own_delta(box) is None or 0 <= float(boundary.own_delta(box)) < 1
+        if box.profile is not None:
+            assert isinstance(boundary.profile_params(box.profile), Mapping)
+    elif group == "attack":
+        assert isinstance(boundary.attack_label(box), str)
+        assert boundary.guesses_per_target(box) is None or boundary.guesses_per_target(box) >= 1
+        assert isinstance(boundary.variants(box), Mapping) and isinstance(boundary.prepares(box), bool)
+        assert isinstance(boundary.observed(box), Mapping)
+    elif group == "bound":
+        assert isinstance(boundary.mixes_trials(box), bool)
 
 
 def test_every_combination_is_declared_compatible_or_refused_in_one_sentence(compose_config):
