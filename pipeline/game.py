@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ from omegaconf import DictConfig, OmegaConf
 from pipeline import boundary
 from pipeline.cache import StageCache, data_fingerprints, load_arrays, save_arrays
 from pipeline.errors import ConfigError, _box_error  # noqa: F401 (ConfigError: also this module's name for it)
+from stages._progress import PROGRESS_INTERVAL_S, Progress  # noqa: F401 (the one progress display)
 from pipeline.io import plain, save_figure_atomic, write_json_atomic
 from stages.bound import _validate
 from stages.bound.box import PlayedTrials, group_prior_success
@@ -86,8 +86,6 @@ TRIALS_STAGE_VERSION = 3
 # The per-trial release and attack stages (pipeline.game.release_key, _guess).
 RELEASE_STAGE_VERSION = 1
 ATTACK_STAGE_VERSION = 1
-# Without a terminal for a progress bar, long loops log a line at most this often (and at the end).
-PROGRESS_INTERVAL_S = 10.0
 # Config keys that say where data files are, not what they hold: the files' hashes replace them in stage keys.
 _DATA_LOCATION_KEYS = ("data_dir",)
 
@@ -110,41 +108,6 @@ class Boxes:
         """Each box's params() (e.g. the Zipf exponent fitted to a counts file), for metrics.json."""
         params = {group: boundary.box_params(box) for group, box in self.as_dict().items()}
         return {group: plain(value) for group, value in params.items() if value is not None}
-
-
-class Progress:
-    """Progress of a loop of `total` steps: a tqdm bar on a terminal, else a log line every PROGRESS_INTERVAL_S.
-
-    The first and the last step are always logged, so a job's log says what it did.
-    """
-
-    def __init__(self, total: int, what: str, unit: str = "trial") -> None:
-        self.total, self.what, self.unit = int(total), what, unit
-        self.done = 0
-        self.start = self.last = time.monotonic()
-        self.bar = None
-        if sys.stderr.isatty():
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=self.total, desc=what, unit=unit, leave=False, file=sys.stderr)
-        log.info("%s: starting %d %ss", what, self.total, self.unit)
-
-    def step(self) -> None:
-        self.done += 1
-        if self.bar is not None:
-            self.bar.update(1)
-        now = time.monotonic()
-        if self.done == 1 and self.total > 1:  # the job's time estimate, measured on its first step
-            log.info("%s: the first %s took %.2g s; about %.3g s for all %d", self.what, self.unit, now - self.start,
-                     (now - self.start) * self.total, self.total)
-        if self.done == self.total or now - self.last >= PROGRESS_INTERVAL_S:
-            self.last = now
-            log.info("%s: %d/%d %ss (%.0f%%) in %.1f s", self.what, self.done, self.total, self.unit,
-                     100.0 * self.done / max(self.total, 1), now - self.start)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
 
 # What a box raises for a bad config: a refused value, a missing data file, a missing optional
@@ -409,7 +372,7 @@ def play_trials(boxes: Boxes, seed, trials: int, *, per_target: bool = False, ca
     k = guesses_per_target(attack)
     fixed_star = None
     ahead = _releases_side_by_side(mechanism, mechanism_config, prior, seed, trials, cache)  # {} unless DP-SGD
-    progress = Progress(trials, "trials")
+    progress = Progress(trials, "trials", logger=log)
     try:
         root = np.random.SeedSequence(seed)
         # One child at a time: the same children as root.spawn(trials), without holding all of them at once.
