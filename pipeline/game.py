@@ -39,7 +39,7 @@ from pipeline import boundary
 from pipeline.cache import StageCache, data_fingerprints, load_arrays, save_arrays
 from pipeline.errors import ConfigError, _box_error  # noqa: F401 (ConfigError: also this module's name for it)
 from stages._progress import PROGRESS_INTERVAL_S, Progress  # noqa: F401 (the one progress display)
-from pipeline.io import plain, save_figure_atomic, write_json_atomic
+from pipeline.io import confidence_key, plain, save_figure_atomic, write_json_atomic
 from stages.bound import _validate
 from stages.bound.box import PlayedTrials, group_prior_success
 from stages.mechanism import DEFAULT_DELTA
@@ -483,7 +483,7 @@ def _bound_counts(result: Any, confidences: np.ndarray) -> dict[str, Any]:
     """The bound box's {confidence: count(s)} with string keys for JSON (one count, or one per trial)."""
     if not isinstance(result, Mapping):
         raise TypeError(f"a bound box must return a dict confidence -> count, got {type(result).__name__}.")
-    return {repr(float(c)): plain(v) for c, v in result.items()}
+    return {confidence_key(c): plain(v) for c, v in result.items()}
 
 
 def _exceed_fraction(attack_successes: np.ndarray, counts: Any) -> float:
@@ -520,13 +520,13 @@ def bound_of(boxes: Boxes, summary: PlayedTrials, confidences: np.ndarray, laws:
         bound, winners = box.compute_theorems(*args)
         per_trial = boundary.compute_per_trial(box, *args)
         theorem = boundary.bound_theorem(box, *args[:4])
-        by_confidence = {repr(float(c)): w for c, w in winners.items()}
+        by_confidence = {confidence_key(c): w for c, w in winners.items()}
     elif boundary.mixes_trials(box):
         # a bound over the mixture of the trials (Theorem 3.2) that reads the laws only through the played p_i
         bound, winners = box.compute_theorems(profile, laws[0], metric, summary, confidences)
         per_trial = None
         theorem = boundary.bound_theorem(box, profile, laws[0], metric, summary)
-        by_confidence = {repr(float(c)): w for c, w in winners.items()}
+        by_confidence = {confidence_key(c): w for c, w in winners.items()}
     else:
         results = [box.compute_theorems(profile, law, metric, _single_trial(summary, r), confidences)
                    for r, law in enumerate(laws)]
@@ -537,7 +537,7 @@ def bound_of(boxes: Boxes, summary: PlayedTrials, confidences: np.ndarray, laws:
         # numbers over the trials (pure_dp's expected) read every trial's played p_i
         theorem = boundary.bound_theorem(box, profile, laws[0], metric, summary)
         # which theorem gave each trial's count: {confidence: {theorem: trials}}
-        by_confidence = {repr(float(c)): {name: sum(1 for _, w in results if w[c] == name)
+        by_confidence = {confidence_key(c): {name: sum(1 for _, w in results if w[c] == name)
                                           for name in sorted({w[c] for _, w in results})} for c in counts[0]}
     if theorem is not None:
         theorem = {**theorem, "by_confidence": by_confidence, "theorem": _winning_name(theorem, by_confidence)}

@@ -27,6 +27,12 @@ def exceed_column(confidence: float) -> str:
     return f"exceed_{float(confidence):g}"
 
 
+def confidence_key(confidence: float) -> str:
+    """'0.95': the key of a confidence in metrics.json's per-confidence mappings (bound, exceed,
+    bound_theorem.by_confidence), repr of the float, so every confidence round-trips exactly."""
+    return repr(float(confidence))
+
+
 def confidence_of_column(column: str) -> float | None:
     """0.95 for 'bound_0.95' or 'exceed_0.95'; None for any other column (bound_theorem, ...)."""
     for prefix in ("bound_", "exceed_"):

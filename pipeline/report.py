@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.io import bound_column, confidence_of_column, exceed_column, save_figure_atomic
+from pipeline.io import bound_column, confidence_key, confidence_of_column, exceed_column, save_figure_atomic
 
 __all__ = ["collect", "write_csv", "plot", "report_figure", "main", "missing_jobs", "MISSING_JOBS", "UNREADABLE",
            "ReportError", "read_metrics", "config_columns", "swept_columns", "variant_labels", "mixed_jobs",
@@ -159,12 +159,12 @@ def _row(metrics_path: Path, root: Path, metrics: dict[str, Any]) -> dict[str, A
     exceed = metrics.get("exceed") or {}
     per_trial = any(isinstance(v, list) for v in bound.values())
     for confidence in confidences:
-        count = bound.get(repr(float(confidence)))
+        count = bound.get(confidence_key(confidence))
         row[bound_column(confidence)] = (count if not isinstance(count, list) else float(np.mean(count))) if private else None
     # A per-trial law (prior=baynet) bounds each trial on its own records: the bound columns are means over trials.
     row["bound_summary"] = ("mean of one count per trial" if per_trial else "one count") if private else "no bound (not private)"
     for confidence in confidences:
-        row[exceed_column(confidence)] = exceed.get(repr(float(confidence))) if private else None
+        row[exceed_column(confidence)] = exceed.get(confidence_key(confidence)) if private else None
     # Every variant the game scored on the same releases (metrics.json "attacks"): its success and exceedance.
     attacks = metrics.get("attacks") or {}
     row["attack_label"] = metrics.get("attack_label", "")
@@ -172,7 +172,7 @@ def _row(metrics_path: Path, root: Path, metrics: dict[str, Any]) -> dict[str, A
     for label, attack in list(attacks.items())[1:]:
         row[f"{label}_success_mean"] = attack.get("success_mean")
         for confidence in confidences:
-            row[f"{label}_{exceed_column(confidence)}"] = ((attack.get("exceed") or {}).get(repr(float(confidence)))
+            row[f"{label}_{exceed_column(confidence)}"] = ((attack.get("exceed") or {}).get(confidence_key(confidence))
                                                            if private else None)
     return row
 

@@ -31,6 +31,7 @@ from typing import Sequence
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from pipeline.io import bound_column, confidence_key, exceed_column
 from pipeline.experiments.common import (PII_PAPER_EPS_PROTECT, Figure, Task, attach_stage_cache, finish, grid, group_rows,
                                          mean_interval, panel, subplots)
 
@@ -85,9 +86,9 @@ class LLMCanaries(Figure):
                "noise_multiplier", "steps", "eps_add_remove", "eps_opacus_add_remove", "trials", "attack_mean",
                "attack_ci_low", "attack_ci_high", "select_trials", "select_mean", "heldout_trials", "heldout_mean",
                "heldout_ci_low", "heldout_ci_high", "model_only_mean", "fitted_mean", "fitted_temperature", "prior_mean", "diverged_trials",
-               "bound_theorem", *(f"bound_{c:g}" for c in LEVELS), *(f"exceed_{c:g}" for c in LEVELS),
-               *(f"model_only_{c}" for c in (f"exceed_{c:g}" for c in LEVELS)),
-               *(f"fitted_{c}" for c in (f"exceed_{c:g}" for c in LEVELS)),
+               "bound_theorem", *(bound_column(c) for c in LEVELS), *(exceed_column(c) for c in LEVELS),
+               *(f"model_only_{exceed_column(c)}" for c in LEVELS),
+               *(f"fitted_{exceed_column(c)}" for c in LEVELS),
                "ideal_mean", "ideal_ci_low", "ideal_ci_high", "ideal_trials", "ideal_bound_theorem", "ideal_bound_0.95")
     # what the rows show already, and the idealized game's own overrides (its rows join the DP-SGD rows)
     represented = ("prior", "mechanism", "mechanism.epsilon", "mechanism.delta", "mechanism.clip_norm",
@@ -135,8 +136,6 @@ class LLMCanaries(Figure):
 
     # -- one game job's row ------------------------------------------------------------------------------
     def rows(self, cfg: DictConfig, metrics) -> list[dict]:
-        from pipeline.io import bound_column, exceed_column
-
         n = int(metrics["n_targets"])
         if self.game == "ideal":
             mean, low, high = mean_interval(metrics["attack_successes"], self.ci_level, bounds=(0, n))
@@ -144,7 +143,7 @@ class LLMCanaries(Figure):
                      "delta": float(cfg.mechanism.delta), "ideal_mean": mean, "ideal_ci_low": low, "ideal_ci_high": high,
                      "ideal_trials": int(metrics["trials"]),
                      "ideal_bound_theorem": (metrics.get("bound_theorem") or {}).get("theorem"),
-                     "ideal_bound_0.95": (metrics.get("bound") or {}).get(repr(0.95))}]
+                     "ideal_bound_0.95": (metrics.get("bound") or {}).get(confidence_key(0.95))}]
         privacy = metrics["privacy"]
         private = bool(privacy["private"])
         attacks = metrics["attacks"]
@@ -152,7 +151,7 @@ class LLMCanaries(Figure):
 
         def exceed(label) -> dict:
             values = (attacks.get(label) or {}).get("exceed") or {}
-            return {c: values.get(repr(c)) for c in LEVELS}
+            return {c: values.get(confidence_key(c)) for c in LEVELS}
 
         attack_s = main["successes"]
         mean, low, high = mean_interval(attack_s, self.ci_level, bounds=(0, n))
@@ -188,7 +187,7 @@ class LLMCanaries(Figure):
             "diverged_trials": int(np.count_nonzero(np.asarray(
                 (main.get("observed") or {}).get("unusable_canaries") or [0], dtype=float) > 0)),
             "bound_theorem": metrics["bound_theorem"]["theorem"] if private else "none (not private)",
-            **{bound_column(c): (bound[repr(c)] if private else None) for c in LEVELS},
+            **{bound_column(c): (bound[confidence_key(c)] if private else None) for c in LEVELS},
             **{exceed_column(c): exceed(metrics["attack_label"])[c] for c in LEVELS},
             **{f"model_only_{exceed_column(c)}": exceed("model_only")[c] for c in LEVELS},
             **{f"fitted_{exceed_column(c)}": exceed("fitted")[c] for c in LEVELS},
@@ -293,7 +292,7 @@ class LLMCanaries(Figure):
             if members:  # the exceedance under each epsilon's tick, where it covers no error bar
                 import matplotlib.ticker
 
-                exceed = ["/".join(f"{f(r.get(f'exceed_{c:g}')):.2g}" for c in LEVELS) for r in members]
+                exceed = ["/".join(f"{f(r.get(exceed_column(c))):.2g}" for c in LEVELS) for r in members]
                 ax.set_xticks(eps, [f"{e:g}\n{x}" for e, x in zip(eps, exceed)])
                 ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
             ax.set_ylim(bottom=0)  # a t-interval of few trials can reach below 0 successes

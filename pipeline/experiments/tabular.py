@@ -43,14 +43,15 @@ from typing import Mapping, Sequence
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from pipeline.io import bound_column, confidence_key, exceed_column
 from pipeline.experiments.common import Figure, finish, group_rows, mean_interval, subplots
 
 __all__ = ["TabularSingleColumn", "TabularEpsilon", "TabularMultiColumn", "TabularApproximate"]
 
 log = logging.getLogger(__name__)
 
-_CONFIDENCE_COLUMNS = {0.05: "bound_0.05", 0.5: "bound_0.5", 0.95: "bound_0.95"}
-_EXCEED_COLUMNS = {0.05: "exceed_0.05", 0.5: "exceed_0.5", 0.95: "exceed_0.95"}
+_CONFIDENCE_COLUMNS = {c: bound_column(c) for c in (0.05, 0.5, 0.95)}
+_EXCEED_COLUMNS = {c: exceed_column(c) for c in (0.05, 0.5, 0.95)}
 
 
 #: The single-column table's columns; the multi-column and approximate tables add m or distance after `column`.
@@ -148,9 +149,9 @@ class _Tabular(Figure):
                 "attack_mean": mean, "attack_ci_low": low, "attack_ci_high": high,
                 "prior_mean": prior_mean, "prior_ci_low": prior_low, "prior_ci_high": prior_high,
                 "prior_expected": metrics["prior_expected_mean"],
-                **{column: (float(np.mean(bound[repr(c)])) if bound is not None else None)
+                **{column: (float(np.mean(bound[confidence_key(c)])) if bound is not None else None)
                    for c, column in _CONFIDENCE_COLUMNS.items()},
-                **{column: (exceed[repr(c)] if exceed is not None else None) for c, column in _EXCEED_COLUMNS.items()},
+                **{column: (exceed[confidence_key(c)] if exceed is not None else None) for c, column in _EXCEED_COLUMNS.items()},
                 "bound_theorem": theorem, "n_records": n, "delta": float(cfg.mechanism.delta),
                 "noise_scale": (release.get("noise_scale") or [None])[0],
                 "n_marginals": (release.get("n_marginals") or [None])[0],
