@@ -38,7 +38,7 @@ from omegaconf import DictConfig, OmegaConf
 from pipeline import boundary
 from pipeline.cache import StageCache, data_fingerprints, load_arrays, save_arrays
 from pipeline.errors import ConfigError, _box_error  # noqa: F401 (ConfigError: also this module's name for it)
-from stages._progress import PROGRESS_INTERVAL_S, Progress  # noqa: F401 (the one progress display)
+from stages._progress import Progress  # the one progress display
 from pipeline.io import confidence_key, plain, save_figure_atomic, write_json_atomic
 from stages.bound import _validate
 from stages.bound.box import PlayedTrials, group_prior_success

@@ -10,9 +10,12 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
-__all__ = ["NoLogger", "WandbLogger", "SweepFolder", "tracked", "flatten", "run_config",
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+__all__ = ["NoLogger", "WandbLogger", "SweepFolder", "tracked", "flatten", "run_config", "build_logger",
            "RUN_SETTINGS"]
 
 #: Top-level keys of the composed config that every run logs (the game's own settings).

@@ -39,7 +39,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import optimize, sparse, special
+from scipy import optimize, special
 
 from . import _validate
 from .profiles import PrivacyProfile
@@ -244,14 +244,6 @@ class Distributions:
     @property
     def collision(self) -> np.ndarray:
         return np.array([s.collision for s in self.shapes])
-
-    def top(self, k: int) -> np.ndarray:
-        """Each group's prior success of k exact guesses (the k largest probabilities)."""
-        out = []
-        for s in self.shapes:
-            take = np.minimum(s.mult, np.maximum(0, k - np.concatenate([[0], np.cumsum(s.mult)[:-1]])))
-            out.append(min(1.0, float(np.dot(s.probs, take))))
-        return np.array(out)
 
 
 # --------------------------------------------------------------------------------------------

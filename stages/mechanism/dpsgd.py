@@ -1179,7 +1179,6 @@ class DPSGDFineTuning:
 
         steps = self.steps if steps is None else int(steps)
         device = module.new_in.device
-        trials = len(seeds)
         prefix = torch.as_tensor(self.prefix_rows(), dtype=torch.long, device=device)
         secrets = torch.stack([self._targets(x)[1] for x in xs]).to(device)  # [R, n]
         samplers = [torch.Generator().manual_seed(int(seed) + 1) for seed in seeds]

@@ -24,3 +24,19 @@ def tiny():
     model = TinyModel(device="cpu")
     model.load()
     return model
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2():
+    """The tiny random GPT-2 (Conv1D layers, LayerNorm with bias, position embeddings, dropout 0.1 in train mode),
+    loaded once."""
+    from stages.model.tiny import TinyModel
+
+    model = TinyModel(architecture="gpt2", device="cpu")
+    model.load()
+    return model
+
+
+@pytest.fixture(params=["llama", "gpt2"])
+def tiny_any(request, tiny, tiny_gpt2):
+    return tiny if request.param == "llama" else tiny_gpt2

@@ -132,21 +132,6 @@ def test_opacus_engines_train_the_same_rows(tiny, clipping):
 
 # -- trainable: body (the new rows plus the transformer body) -----------------------------------------
 
-@pytest.fixture(scope="module")
-def tiny_gpt2():
-    """The tiny random GPT-2 (Conv1D layers, LayerNorm with bias, position embeddings), loaded once."""
-    from stages.model.tiny import TinyModel
-
-    model = TinyModel(architecture="gpt2", device="cpu")
-    model.load()
-    return model
-
-
-@pytest.fixture(params=["llama", "gpt2"])
-def tiny_any(request, tiny, tiny_gpt2):
-    return tiny if request.param == "llama" else tiny_gpt2
-
-
 def _per_example_grads(module, prefix, secret):
     """One autograd backward per example over every trained parameter (the reference for clipping=fast)."""
     import torch

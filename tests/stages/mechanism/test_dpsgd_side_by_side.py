@@ -19,21 +19,6 @@ from stages.mechanism.dpsgd import DPSGDFineTuning
 ATOL = 1e-4
 
 
-@pytest.fixture(scope="module")
-def tiny_gpt2():
-    """The tiny random GPT-2 (Conv1D, LayerNorm with bias, dropout 0.1 in train mode), loaded once."""
-    from stages.model.tiny import TinyModel
-
-    model = TinyModel(architecture="gpt2", device="cpu")
-    model.load()
-    return model
-
-
-@pytest.fixture(params=["llama", "gpt2"])
-def tiny_any(request, tiny, tiny_gpt2):
-    return tiny if request.param == "llama" else tiny_gpt2
-
-
 def _trials(mech, count=3):
     xs = [np.random.default_rng(i).integers(0, mech.domain_size, mech.n_targets) for i in range(count)]
     return xs, [np.random.default_rng(100 + i) for i in range(count)], [np.random.default_rng(100 + i) for i in range(count)]
