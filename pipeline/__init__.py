@@ -39,9 +39,14 @@ if not OmegaConf.has_resolver("unique"):
 if not OmegaConf.has_resolver("default_data_dir"):
     OmegaConf.register_new_resolver("default_data_dir", _default_data_dir)
 
+# ${record_subdir:.hydra} as hydra.output_subdir: no .hydra/ is written into a job folder that holds another job's
+# metrics.json (pipeline.hydra_guard).
+if not OmegaConf.has_resolver("record_subdir"):
+    from pipeline.hydra_guard import record_subdir as _record_subdir
+
+    OmegaConf.register_new_resolver("record_subdir", _record_subdir)
+
 CONF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf")
 
-# Registers hydra/launcher=advbounds_slurm (what conf/hydra/launcher/slurm*.yaml build on) before Hydra composes.
-from pipeline import slurm_launcher as _slurm_launcher  # noqa: E402,F401
-# Registers hydra/sweeper=points (conf/config.yaml's sweeper: a figure's points as jobs).
-from pipeline import sweeper as _sweeper  # noqa: E402,F401
+# hydra/sweeper=points and hydra/launcher=advbounds_slurm are Hydra plugins (pipeline/hydra_plugins/, installed as
+# the hydra_plugins.advbounds package): Hydra's own plugin scan finds them and their configs.

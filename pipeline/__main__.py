@@ -24,12 +24,9 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-import pipeline  # noqa: F401  (registers the ${original_cwd:} and ${unique:} resolvers)
-from pipeline import hydra_guard
-from pipeline.game import ConfigError, check_output_dir, run_job
-
-# Hydra must not rewrite .hydra/ of a folder that holds another job's results (issue 14, item 4).
-hydra_guard.install()
+import pipeline  # noqa: F401  (registers the ${original_cwd:}, ${unique:} and ${record_subdir:} resolvers)
+from pipeline.game import ConfigError
+from pipeline.job import check_output_dir, run_job
 
 # Exit status for a config value that a box or the game refused (Hydra itself exits 1 on an unknown option).
 BAD_INPUT = 2

@@ -9,11 +9,18 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
+from stages.bound._validate import ArgumentError
+
 __all__ = ["ConfigError"]
 
 
 class ConfigError(ValueError):
-    """A config value the boxes or the game refuse; str() is one sentence naming the key and value."""
+    """A config value the boxes or the game refuse; str() is one sentence naming the key and value, and ``key``
+    is that config key as data (e.g. "prior.n_targets"; None where the refusal is not about one key)."""
+
+    def __init__(self, message: str, key: str | None = None):
+        super().__init__(message)
+        self.key = key
 
 
 _CONFIG_PROBLEMS = (ValueError, FileNotFoundError, ImportError, TypeError)
@@ -31,7 +38,11 @@ def _box_error(group: str, cfg: DictConfig, exc: BaseException) -> ConfigError:
     if not isinstance(cause, _CONFIG_PROBLEMS):
         raise exc
     message = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-    first_word = message.split(" ", 1)[0]
-    if first_word in cfg[group]:  # the box named its argument: call it by its config key
-        return ConfigError(f"{group}.{message}")
-    return ConfigError(f"{group}: {message}")
+    if isinstance(cause, ArgumentError):  # the box named its argument as data
+        argument = cause.argument
+    else:  # a plain ValueError: the project's boxes start their sentence with the argument's name
+        argument = message.split(" ", 1)[0]
+    if argument in cfg[group]:  # an argument of the box's config: call it by its config key
+        key = f"{group}.{argument}"
+        return ConfigError(f"{group}.{message}" if message.startswith(argument) else f"{key}: {message}", key=key)
+    return ConfigError(f"{group}: {message}", key=group)

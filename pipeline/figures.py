@@ -2,10 +2,16 @@
 under the panels, sized by measuring them once drawn (a legend inside a panel covers its data)."""
 from __future__ import annotations
 
+import os
 import textwrap
 from typing import Sequence
 
-__all__ = ["wrap", "legend_below"]
+import numpy as np
+
+from pipeline.io import save_figure_atomic
+from pipeline.labels import BOUND_READING, baseline_label, bound_label, game_label
+
+__all__ = ["wrap", "legend_below", "plot_successes"]
 
 #: Inches between the blocks stacked under the panels (legend, note) and around them.
 _PAD_IN = 0.06
@@ -70,3 +76,59 @@ def legend_below(fig, handles: Sequence, labels: Sequence[str], *, title: str = 
     if legend is not None:
         legend.set_bbox_to_anchor((0.5, note_in / total), transform=fig.transFigure)
     fig.tight_layout(rect=(0, (legend_in + note_in) / total, 1, 1 - top_in / total))
+
+
+def plot_successes(metrics: dict, path: str | os.PathLike) -> None:
+    """Histogram of the successes per trial of the attack, of every variant scored beside it and of the prior
+    baseline, with the bound counts; the game in the title, one legend under the panel (a legend inside it covers
+    the bars) whose title names the theorem behind the bound lines as the record says it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+
+    attack = np.asarray(metrics["attack_successes"])
+    baseline = np.asarray(metrics["prior_successes"])
+    main = metrics.get("attack_label") or metrics["boxes"]["attack"]
+    variants = {label: np.asarray(a["successes"]) for label, a in list((metrics.get("attacks") or {}).items())[1:]}
+    width = 6.4
+    fig, ax = plt.subplots(figsize=(width, 3.0))
+    top = int(max([attack.max(initial=0), baseline.max(initial=0), *(v.max(initial=0) for v in variants.values())]))
+    step = max(1, (top + 1) // 40)
+    bins = np.arange(-0.5, top + step + 0.5, step)  # the last bin holds `top` (the best trial)
+    ax.hist(baseline, bins=bins, alpha=0.5, color="C0", label=baseline_label(metrics))
+    name = metrics["boxes"]["attack"]
+    ax.hist(attack, bins=bins, alpha=0.5, color="C1", label=f"attack: {name}" + (f" ({main})" if main != name else ""))
+    for i, (label, successes) in enumerate(variants.items()):  # outlines, so the bars stay visible under them
+        ax.hist(successes, bins=bins, histtype="step", linewidth=1.6, color=f"C{2 + i}",
+                linestyle=("--", "-.", ":")[i % 3], label=f"attack variant: {label}")
+    bound = metrics.get("bound")
+    for (confidence, count), style in zip((bound or {}).items(), ("dotted", "dashed", "solid", "dashdot")):
+        counts = np.atleast_1d(np.asarray(count, dtype=float))
+        ax.axvline(float(np.mean(counts)), color="k", linestyle=style,
+                   label=f"bound @ {float(confidence):g}" + (" (mean of the trials' counts)" if counts.size > 1 else ""))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # trials are counted
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel(f"targets attacked (of {metrics['n_targets']})")
+    ax.set_ylabel("trials")
+    ax.set_title(wrap(game_label(metrics), width - 0.4, 8), fontsize=8)
+    warnings = []
+    if bound is None:
+        warnings.append("not private: no privacy guarantee, no bound")
+    if metrics.get("unusable_canaries"):  # a diverged training: say so on the figure, not only in metrics.json
+        warnings.append(f"WARNING: {metrics['unusable_canaries']} canary guesses had no usable likelihood (training "
+                        f"diverged): the attack guessed the prior for them")
+    top_in = 0.0
+    if warnings:  # above the panel, never over the bars
+        header = fig.text(0.5, 1.0, wrap("\n".join(warnings), width - 0.3, 7.5), fontsize=7.5, color="firebrick",
+                          ha="center", va="top")
+        top_in = header.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi + 0.1
+    title = f"bound lines: {bound_label(metrics)}" if bound is not None else ""
+    handles, labels = ax.get_legend_handles_labels()
+    legend_below(fig, handles, labels, title=title, note=BOUND_READING if bound is not None else "", max_columns=2,
+                 top_in=top_in)
+    if warnings:
+        header.set_y(1 - 0.05 / fig.get_size_inches()[1])
+    save_figure_atomic(fig, path)

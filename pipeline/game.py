@@ -26,7 +26,6 @@ The per-target guesses and prior successes are kept only when `save_per_target=t
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +38,8 @@ from pipeline import boundary
 from pipeline.cache import StageCache, data_fingerprints, load_arrays, save_arrays
 from pipeline.errors import ConfigError, _box_error  # noqa: F401 (ConfigError: also this module's name for it)
 from stages._progress import Progress  # the one progress display
-from pipeline.io import confidence_key, plain, save_figure_atomic, write_json_atomic
+from pipeline.record import AttackPlay, PlayedGame
+from pipeline.io import confidence_key, plain
 from stages.bound import _validate
 from stages.bound.box import PlayedTrials, group_prior_success
 from stages.mechanism import DEFAULT_DELTA
@@ -53,23 +53,16 @@ __all__ = [
     "check_run_settings",
     "check_boxes",
     "play_trials",
-    "played_trials_of",
     "attacks_of",
-    "attack_labels",
+    "PlayedGame",
     "bind_mechanism",
     "bound_of",
     "game_stage",
     "game_metrics",
     "release_key",
     "trials_stage_config",
-    "run_game",
-    "run_job",
     "privacy_of",
     "exceed_fractions",
-    "bound_label",
-    "game_label",
-    "privacy_label",
-    "theorem_name",
 ]
 
 log = logging.getLogger(__name__)
@@ -119,7 +112,7 @@ def build_boxes(cfg: DictConfig) -> Boxes:
     built = {}
     for group in BOX_GROUPS:
         if cfg.get(group) is None:
-            raise ConfigError(f"{group} must be chosen, got nothing; add {group}=<option> to the command line.")
+            raise ConfigError(f"{group} must be chosen, got nothing; add {group}=<option> to the command line.", key=group)
         try:
             built[group] = instantiate(cfg[group], _convert_="all")
         except Exception as exc:  # noqa: BLE001 - every construction failure is a config problem
@@ -135,23 +128,24 @@ def check_run_settings(cfg: DictConfig) -> tuple[int | list[int], int, np.ndarra
             # a list of ints: the SeedSequence entropy of a second game of the same setting (Figure llm's
             # idealized Gaussian plays seed=[seed, 1])
             if not raw_seed:
-                raise ValueError("seed must be an integer >= 0 or a non-empty list of them, got [].")
+                raise _validate.ArgumentError("seed", "seed must be an integer >= 0 or a non-empty list of them, got [].")
             seed = [_validate.integer(f"seed[{i}]", s, minimum=0) for i, s in enumerate(raw_seed)]
         else:
             seed = _validate.integer("seed", raw_seed, minimum=0)
         trials = _validate.integer("trials", cfg.trials, minimum=1)
         raw = OmegaConf.to_object(cfg.confidences) if OmegaConf.is_config(cfg.confidences) else cfg.confidences
         confidences = np.atleast_1d(_validate.confidence("confidences", raw)).reshape(-1)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from exc
+    except _validate.ArgumentError as exc:  # the argument is the top-level key (seed[1]: the key seed)
+        raise ConfigError(str(exc), key=exc.argument.split("[", 1)[0]) from exc
     if confidences.size == 0:
-        raise ConfigError("confidences must list at least one level in (0, 1), got []; e.g. confidences=[0.05,0.5,0.95].")
+        raise ConfigError("confidences must list at least one level in (0, 1), got []; e.g. confidences=[0.05,0.5,0.95].",
+                          key="confidences")
     levels, counts = np.unique(confidences, return_counts=True)
     if np.any(counts > 1):
         repeated = ", ".join(f"{float(c):g}" for c in levels[counts > 1])
         given, once = (",".join(f"{float(c):g}" for c in values) for values in (confidences, levels))
         raise ConfigError(f"confidences must list each level once, got [{given}] ({repeated} more than once); drop "
-                          f"the repeats, e.g. confidences=[{once}].")
+                          f"the repeats, e.g. confidences=[{once}].", key="confidences")
     return seed, trials, confidences
 
 
@@ -159,7 +153,8 @@ def save_per_target(cfg: DictConfig) -> bool:
     """The `save_per_target` flag: keep every trial's guesses and prior successes (R x n arrays)."""
     value = cfg.get("save_per_target", False)
     if not isinstance(value, bool):
-        raise ConfigError(f"save_per_target must be true or false, got {value!r}; e.g. save_per_target=true.")
+        raise ConfigError(f"save_per_target must be true or false, got {value!r}; e.g. save_per_target=true.",
+                          key="save_per_target")
     return value
 
 
@@ -175,8 +170,7 @@ def check_boxes(boxes: Boxes) -> None:
     if k is not None and domain is not None and k > int(domain):
         raise ConfigError(
             f"attack.k must be at most the prior's domain_size ({int(domain)}): with more guesses than candidates "
-            f"every target is attacked, got {k}; lower attack.k or raise prior.domain_size."
-        )
+            f"every target is attacked, got {k}; lower attack.k or raise prior.domain_size.", key="attack.k")
 
 
 def _drop_data_locations(config: Any) -> Any:
@@ -231,7 +225,7 @@ def attacks_of(attack) -> dict[str, Any]:
     for label, variant in variants.items():
         if str(label) in out:
             raise ConfigError(f"attack variants must have distinct names, got {label!r} twice; drop it from the "
-                              f"attack's variants.")
+                              f"attack's variants.", key="attack.variants")
         out[str(label)] = variant
     return out
 
@@ -338,24 +332,19 @@ def _guess(attack, a, law, mechanism, metric, key, cache: StageCache | None) -> 
     return np.asarray(attack.decide(prepared, law, metric))
 
 
-def _variant_key(label: str, name: str) -> str:
-    return f"variant__{label}__{name}"
-
-
 def play_trials(boxes: Boxes, seed, trials: int, *, per_target: bool = False, cache: StageCache | None = None,
-                mechanism_config: Mapping | None = None) -> dict[str, np.ndarray]:
+                mechanism_config: Mapping | None = None) -> PlayedGame:
     """Play `trials` rounds of Algorithm 1, the one trial loop of the project; every trial draws from its own
     child of SeedSequence(seed) (seed: an int, or a list of ints for a second game of the same job).
 
     Per trial: X ~ prior, the trial's law = prior.for_trial(X) (the prior itself unless it depends on the
     records), a = M(X) (a cached stage when the mechanism asks), then the attack and each of its variants guess
     and are scored by law.score, and the baseline z* = law.a_priori_guess (as many guesses per target as the
-    attack, same metric) is scored on the same X. Returns, for the attack: attack_successes (R,),
-    prior_successes (R,), prior_expected (R,) = sum_i p*_i, k, n_targets and the prior success p_i of its
-    guesses grouped per trial (p_values, p_counts, p_offsets: see played_trials_of); for every variant the
-    same under variant__<label>__*, and attack_labels; per-trial numbers the attacks and the release report
-    (observed__<label>__<key>, release__<key>); for a per-trial law the records (R, N, d), from which the
-    bound rebuilds each trial's law. With per_target also guesses (R, n, k) and attack_prior_success (R, n).
+    attack, same metric) is scored on the same X. Returns the typed record (pipeline.record.PlayedGame): per attack (the attack, then its
+    variants) its successes (R,), the prior success p_i of its guesses grouped per trial and what it reports per
+    trial; the baseline's successes (R,) and expected successes sum_i p*_i (R,); what the release reports per
+    trial; for a per-trial law the records (R, N, d), from which the bound rebuilds each trial's law; with
+    per_target also the guesses (R, n, k) and their prior successes (R, n).
     """
     prior, attack, metric = boxes.prior, boxes.attack, boxes.metric
     mechanism = bind_mechanism(boxes.mechanism, prior)
@@ -394,7 +383,7 @@ def play_trials(boxes: Boxes, seed, trials: int, *, per_target: bool = False, ca
                 p = np.asarray(law.success_probability(z, metric), dtype=float)
                 groups[label].append(group_prior_success(p))
                 for name, value in boundary.observed(att).items():
-                    observed.setdefault(f"observed__{label}__{name}", []).append(np.nan if value is None else value)
+                    observed.setdefault(f"{label}__{name}", []).append(np.nan if value is None else value)
                 if per_target and label == labels[0]:
                     guesses.append(z.astype(np.int64))
                     attack_prior_success.append(p)
@@ -413,40 +402,18 @@ def play_trials(boxes: Boxes, seed, trials: int, *, per_target: bool = False, ca
     finally:
         progress.close()
     n = int(prior.n_targets)
-    played = {"attack_labels": np.asarray(labels), "prior_successes": prior_successes, "prior_expected": prior_expected,
-              "k": np.asarray(k, dtype=np.int64), "n_targets": np.asarray(n, dtype=np.int64)}
-    for index, label in enumerate(labels):
-        summary = PlayedTrials.from_groups(groups[label], k, n)
-        arrays = {"attack_successes": successes[label], "p_values": summary.values, "p_counts": summary.counts,
-                  "p_offsets": summary.offsets}
-        played.update(arrays if index == 0 else {_variant_key(label, name): v for name, v in arrays.items()})
-    played.update({name: np.asarray(v, dtype=float) for name, v in observed.items()})
-    played.update({f"release__{name}": np.asarray(v) for name, v in release_info.items()})
-    if per_trial_law:
-        played["records"] = np.stack(records)
-    if per_target:
-        played["guesses"] = np.stack(guesses)
-        played["attack_prior_success"] = np.stack(attack_prior_success)
-    return played
-
-
-def attack_labels(played: Mapping[str, np.ndarray]) -> list[str]:
-    """The labels of the attack and its variants in play_trials' arrays (the attack first)."""
-    return [str(v) for v in played["attack_labels"]] if "attack_labels" in played else ["attack"]
-
-
-def _variant_arrays(played: Mapping[str, np.ndarray], label: str | None) -> Mapping[str, np.ndarray]:
-    if label is None or label == attack_labels(played)[0]:
-        return played
-    prefix = f"variant__{label}__"
-    return {**played, **{name[len(prefix):]: v for name, v in played.items() if name.startswith(prefix)}}
-
-
-def played_trials_of(played: Mapping[str, np.ndarray], label: str | None = None) -> PlayedTrials:
-    """The PlayedTrials (stages.bound.box) of play_trials' arrays for the attack (or its variant `label`)."""
-    arrays = _variant_arrays(played, label)
-    return PlayedTrials(k=int(played["k"]), n_targets=int(played["n_targets"]), values=arrays["p_values"],
-                        counts=arrays["p_counts"], offsets=arrays["p_offsets"])
+    plays = []
+    for label in labels:
+        prefix = f"{label}__"
+        plays.append(AttackPlay(label=label, successes=successes[label],
+                                trials=PlayedTrials.from_groups(groups[label], k, n),
+                                observed={name[len(prefix):]: np.asarray(v, dtype=float)
+                                          for name, v in observed.items() if name.startswith(prefix)}))
+    return PlayedGame(attacks=tuple(plays), prior_successes=prior_successes, prior_expected=prior_expected, k=int(k),
+                      n_targets=n, release={name: np.asarray(v) for name, v in release_info.items()},
+                      records=np.stack(records) if per_trial_law else None,
+                      guesses=np.stack(guesses) if per_target else None,
+                      attack_prior_success=np.stack(attack_prior_success) if per_target else None)
 
 
 def privacy_of(mechanism) -> dict:
@@ -558,14 +525,12 @@ def _winning_name(theorem: Mapping, by_confidence: Mapping) -> str:
     return "min of " + ", ".join(f"{name} (at {', '.join(cs)})" for name, cs in at.items())
 
 
-def _attack_metrics(played: Mapping[str, np.ndarray], label: str, summary: PlayedTrials, bound: dict | None,
-                    confidences: np.ndarray) -> dict:
+def _attack_metrics(attack: AttackPlay, bound: dict | None, confidences: np.ndarray) -> dict:
     """One attack's (or variant's) numbers for metrics.json: successes, prior success of its guesses, its bound
     with the theorem, and how often it exceeded the bound at every confidence."""
-    arrays = _variant_arrays(played, label)
-    successes = np.asarray(arrays["attack_successes"])
+    successes = np.asarray(attack.successes)
     out = {"successes": successes.tolist(), "success_mean": float(np.mean(successes)),
-           "prior_success_mean": float(np.mean(summary.sums()))}
+           "prior_success_mean": float(np.mean(attack.trials.sums()))}
     if bound is not None:
         counts = _bound_counts(bound["bound"], confidences)
         per_trial = _bound_counts(bound["per_trial"], confidences) if bound["per_trial"] is not None else None
@@ -574,30 +539,30 @@ def _attack_metrics(played: Mapping[str, np.ndarray], label: str, summary: Playe
                    **({"bound_per_trial": per_trial} if per_trial is not None else {}))
     else:
         out.update(bound=None, bound_theorem=None, exceed=None)
-    prefix = f"observed__{label}__"
-    observed = {name[len(prefix):]: plain(v) for name, v in played.items() if name.startswith(prefix)}
+    observed = {name: plain(v) for name, v in attack.observed.items()}
     if observed:
         out["observed"] = observed
     return out
 
 
 def game_stage(cfg: DictConfig, boxes: Boxes, seed, trials: int, cache: StageCache | None, *,
-               per_target: bool = False) -> tuple[dict[str, np.ndarray], dict]:
+               per_target: bool = False) -> tuple[PlayedGame, dict]:
     """The played trials of cfg's boxes: through the cache's `trials` stage (keyed by the four game boxes, the
-    data files' contents, the seed and the trials), or played now without a cache. Returns (arrays, stage info)."""
+    data files' contents, the seed and the trials), or played now without a cache. Returns (record, stage
+    info); the stage stores the record's arrays (PlayedGame.to_arrays)."""
     mechanism_config = OmegaConf.to_container(cfg.mechanism, resolve=True)
 
-    def play() -> dict[str, np.ndarray]:
+    def play() -> PlayedGame:
         return play_trials(boxes, seed, trials, per_target=per_target, cache=cache, mechanism_config=mechanism_config)
 
     if cache is None:
         return play(), {"key": None, "reused": False}
     computed_before = len(cache.computed)
     artifact = cache.get_or_compute("trials", trials_stage_config(cfg, seed, trials, boxes),
-                                    lambda directory: save_arrays(directory, **play()))
+                                    lambda directory: save_arrays(directory, **play().to_arrays()))
     reused = not any(stage == "trials" for stage, _ in cache.computed[computed_before:])
     log.info("stage trials %s: %s", "reused" if reused else "computed", artifact)
-    return load_arrays(artifact), {"key": artifact.name, "reused": reused}
+    return PlayedGame.from_arrays(load_arrays(artifact)), {"key": artifact.name, "reused": reused}
 
 
 def unusable_warning(attacks: Mapping[str, Mapping], n_targets: int, trials: int) -> tuple[int | None, str | None]:
@@ -622,21 +587,20 @@ def unusable_warning(attacks: Mapping[str, Mapping], n_targets: int, trials: int
                    f"mechanism.learning_rate (or mechanism.clip_norm) and run again.")
 
 
-def game_metrics(boxes: Boxes, played: Mapping[str, np.ndarray], confidences: np.ndarray, *, trials: int, seed,
+def game_metrics(boxes: Boxes, played: PlayedGame, confidences: np.ndarray, *, trials: int, seed,
                  files: Mapping | None = None, stage: Mapping | None = None) -> dict:
     """metrics.json of one game from its played trials: the attack and every variant scored against the
     bound at every confidence, the prior baseline, the privacy guarantee (or why there is none)."""
-    labels = attack_labels(played)
-    summary = played_trials_of(played, labels[0])
+    labels = played.labels
+    summary = played.attack.trials
     privacy = privacy_of(boxes.mechanism)
     laws = None
-    if "records" in played:  # per-trial laws: rebuilt from each trial's records
-        laws = [boxes.prior.for_trial(X) for X in played["records"]]
+    if played.per_trial_law:  # per-trial laws: rebuilt from each trial's records
+        laws = [boxes.prior.for_trial(X) for X in played.records]
     attacks = {}
-    for label in labels:
-        part = played_trials_of(played, label)
-        bound = bound_of(boxes, part, confidences, laws) if privacy["private"] else None
-        attacks[label] = _attack_metrics(played, label, part, bound, confidences)
+    for attack in played.attacks:
+        bound = bound_of(boxes, attack.trials, confidences, laws) if privacy["private"] else None
+        attacks[attack.label] = _attack_metrics(attack, bound, confidences)
     main = attacks[labels[0]]
     theorem = main["bound_theorem"]
     if theorem is not None:
@@ -644,14 +608,14 @@ def game_metrics(boxes: Boxes, played: Mapping[str, np.ndarray], confidences: np
                  theorem["reason"])
     elif not privacy["private"]:
         log.info("not private: %s; no epsilon, no bound", privacy["reason"])
-    unusable, warning = unusable_warning(attacks, int(played["n_targets"]), int(trials))
+    unusable, warning = unusable_warning(attacks, played.n_targets, int(trials))
     warnings = [warning] if warning else []
     for line in warnings:
         log.warning(line)
-    prior_successes = played["prior_successes"]
-    release = {name[len("release__"):]: plain(v) for name, v in played.items() if name.startswith("release__")}
+    prior_successes = played.prior_successes
+    release = {name: plain(v) for name, v in played.release.items()}
     metrics = {
-        "n_targets": int(played["n_targets"]),
+        "n_targets": played.n_targets,
         "trials": int(trials),
         "seed": plain(seed),
         "boxes": boxes.names(),
@@ -665,7 +629,7 @@ def game_metrics(boxes: Boxes, played: Mapping[str, np.ndarray], confidences: np
         "prior_success_mean": float(np.mean(prior_successes)),
         "attack_prior_success_mean": main["prior_success_mean"],
         # sum_i p*_i, the expected successes of the baseline under the trial's law (per trial for a per-trial law)
-        "prior_expected_mean": float(np.mean(played["prior_expected"])) if "prior_expected" in played else None,
+        "prior_expected_mean": float(np.mean(played.prior_expected)),
         "confidences": confidences.tolist(),
         # confidence -> count (a list: one count per trial for a per-trial law); None for a non-private run.
         "bound": main["bound"],
@@ -693,7 +657,7 @@ def game_metrics(boxes: Boxes, played: Mapping[str, np.ndarray], confidences: np
     return metrics
 
 
-def compute_metrics(cfg: DictConfig, cache: StageCache | None = None, *, seed=None) -> tuple[dict, dict[str, np.ndarray], Boxes]:
+def compute_metrics(cfg: DictConfig, cache: StageCache | None = None, *, seed=None) -> tuple[dict, PlayedGame, Boxes]:
     """Validate, build the boxes, play (or reuse) the trials and compute the bound: the job's numbers.
 
     seed: the SeedSequence entropy instead of cfg.seed (a list of ints: a second game of the same job, e.g. the
@@ -717,211 +681,3 @@ def compute_metrics(cfg: DictConfig, cache: StageCache | None = None, *, seed=No
     except (ValueError, FileNotFoundError) as exc:
         raise ConfigError(str(exc).strip().splitlines()[0]) from exc
     return metrics, played, boxes
-
-
-def baseline_label(metrics: Mapping) -> str:
-    """'prior baseline (z*, k=2, within)': what the baseline column is, for logs and figures."""
-    baseline = metrics.get("baseline") or {}
-    return f"prior baseline (z*, k={baseline.get('k', 1)}, {baseline.get('metric', metrics['boxes']['metric'])})"
-
-
-def theorem_name(metrics: Mapping) -> str:
-    """The name of the theorem that produced the bound's numbers ('' when there is no bound or no name)."""
-    theorem = metrics.get("bound_theorem")
-    if isinstance(theorem, Mapping):
-        return str(theorem.get("theorem") or "")
-    return str(theorem or "")
-
-
-def bound_label(metrics: Mapping) -> str:
-    """The bound box's name (the comparator's name for bound=comparator) and the theorem behind its numbers.
-
-    E.g. 'one_run: kgk_markov' when set-valued success made the one_run box fall back; 'none (not
-    private)' for a run without a privacy profile.
-    """
-    if not (metrics.get("privacy") or {}).get("private", True):
-        return "none (not private)"
-    name = metrics["boxes"]["bound"]
-    comparator = (metrics.get("params", {}).get("bound") or {}).get("comparator")
-    name = f"{name} ({comparator})" if comparator else name
-    theorem = theorem_name(metrics)
-    return f"{name}: {theorem}" if theorem else name
-
-
-def privacy_label(metrics: Mapping) -> str:
-    """'eps=1 at delta=1e-05' (the mechanism's own delta), or 'NOT PRIVATE (...)' without a privacy profile."""
-    privacy = metrics.get("privacy") or {}
-    if not privacy.get("private", True):
-        return f"NOT PRIVATE ({privacy.get('reason', 'no privacy profile')})"
-    return f"eps={privacy['epsilon']:.3g} at delta={privacy['delta']:g}"
-
-
-def game_label(metrics: Mapping) -> str:
-    """What game a job played, for a figure's title: 'uniform prior, gaussian, eps=1 at delta=1e-05, 200 trials,
-    metric exact, k=1'; a tabular prior names its table and target columns."""
-    prior = dict((metrics.get("params") or {}).get("prior") or {})
-    name = f"{metrics['boxes']['prior']} prior"
-    if prior.get("dataset") is not None:  # prior=baynet: the table and the column(s) attacked
-        targets = prior.get("targets") or []
-        known = prior.get("known")
-        name += (f" (table {prior['dataset']}, target column{'s' if len(targets) > 1 else ''} {', '.join(targets)}"
-                 + (f", {len(known)} columns known" if known is not None else "") + ")")
-    return (f"{name}, {metrics['boxes']['mechanism']}, {privacy_label(metrics)}, {metrics['trials']} trials, "
-            f"metric {metrics['boxes']['metric']}, k={metrics.get('k', 1)}")
-
-
-def plot_successes(metrics: dict, path: str | os.PathLike) -> None:
-    """Histogram of the successes per trial of the attack, of every variant scored beside it and of the prior
-    baseline, with the bound counts; the game in the title, one legend under the panel (a legend inside it covers
-    the bars) whose title names the theorem behind the bound lines as the record says it."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
-
-    from pipeline.figures import legend_below, wrap
-
-    attack = np.asarray(metrics["attack_successes"])
-    baseline = np.asarray(metrics["prior_successes"])
-    main = metrics.get("attack_label") or metrics["boxes"]["attack"]
-    variants = {label: np.asarray(a["successes"]) for label, a in list((metrics.get("attacks") or {}).items())[1:]}
-    width = 6.4
-    fig, ax = plt.subplots(figsize=(width, 3.0))
-    top = int(max([attack.max(initial=0), baseline.max(initial=0), *(v.max(initial=0) for v in variants.values())]))
-    step = max(1, (top + 1) // 40)
-    bins = np.arange(-0.5, top + step + 0.5, step)  # the last bin holds `top` (the best trial)
-    ax.hist(baseline, bins=bins, alpha=0.5, color="C0", label=baseline_label(metrics))
-    name = metrics["boxes"]["attack"]
-    ax.hist(attack, bins=bins, alpha=0.5, color="C1", label=f"attack: {name}" + (f" ({main})" if main != name else ""))
-    for i, (label, successes) in enumerate(variants.items()):  # outlines, so the bars stay visible under them
-        ax.hist(successes, bins=bins, histtype="step", linewidth=1.6, color=f"C{2 + i}",
-                linestyle=("--", "-.", ":")[i % 3], label=f"attack variant: {label}")
-    bound = metrics.get("bound")
-    for (confidence, count), style in zip((bound or {}).items(), ("dotted", "dashed", "solid", "dashdot")):
-        counts = np.atleast_1d(np.asarray(count, dtype=float))
-        ax.axvline(float(np.mean(counts)), color="k", linestyle=style,
-                   label=f"bound @ {float(confidence):g}" + (" (mean of the trials' counts)" if counts.size > 1 else ""))
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # trials are counted
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel(f"targets attacked (of {metrics['n_targets']})")
-    ax.set_ylabel("trials")
-    ax.set_title(wrap(game_label(metrics), width - 0.4, 8), fontsize=8)
-    warnings = []
-    if bound is None:
-        warnings.append("not private: no privacy guarantee, no bound")
-    if metrics.get("unusable_canaries"):  # a diverged training: say so on the figure, not only in metrics.json
-        warnings.append(f"WARNING: {metrics['unusable_canaries']} canary guesses had no usable likelihood (training "
-                        f"diverged): the attack guessed the prior for them")
-    top_in = 0.0
-    if warnings:  # above the panel, never over the bars
-        header = fig.text(0.5, 1.0, wrap("\n".join(warnings), width - 0.3, 7.5), fontsize=7.5, color="firebrick",
-                          ha="center", va="top")
-        top_in = header.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi + 0.1
-    title = f"bound lines: {bound_label(metrics)}" if bound is not None else ""
-    handles, labels = ax.get_legend_handles_labels()
-    legend_below(fig, handles, labels, title=title, note=BOUND_READING if bound is not None else "", max_columns=2,
-                 top_in=top_in)
-    if warnings:
-        header.set_y(1 - 0.05 / fig.get_size_inches()[1])
-    save_figure_atomic(fig, path)
-
-
-#: How to read a bound line, printed on every figure that draws one.
-BOUND_READING = ('"bound @ c": with probability >= c at most this many targets are attacked, so the attack may '
-                 "exceed the line in up to 1 - c of the trials (a 0.05 line below the attack is no violation).")
-
-
-def check_output_dir(output_dir: str | os.PathLike) -> None:
-    """Refuse a job folder that already holds another job's metrics.json (every job needs its own folder)."""
-    existing = Path(output_dir) / "metrics.json"
-    if existing.exists():
-        raise ConfigError(
-            f"job folder {Path(output_dir)} already holds a metrics.json of another job; every job needs its own "
-            "folder: leave hydra.run.dir and hydra.sweep.dir at their defaults or point them at a new folder."
-        )
-
-
-def run_game(cfg: DictConfig, output_dir: str | os.PathLike, cache: StageCache | None = None, logger=None) -> dict:
-    """Play the game of cfg and write metrics.json and figures/successes.png into output_dir.
-
-    Everything is computed before anything is written, so a refused value leaves no metrics.json;
-    metrics.json is created exclusively, so a job never replaces another job's (ConfigError instead).
-    With save_per_target the trials' guesses and prior successes go to output_dir/per_target/*.npy.
-    The logger (pipeline.tracking) receives the metrics and the figure.
-    """
-    output_dir = Path(output_dir)
-    check_output_dir(output_dir)
-    experiment_figure = None
-    if cfg.get("figure") is not None:  # a point of an experiment's figure: the game, then its rows of the table
-        from pipeline.experiments import build_figure, figure_metrics
-
-        experiment_figure = build_figure(cfg)
-        try:
-            experiment_figure.check(cfg)
-            experiment_figure.check_point(cfg)
-        except ValueError as exc:
-            raise ConfigError(str(exc).strip().splitlines()[0]) from exc
-        experiment_figure.setup(cfg)
-    metrics, played, _ = compute_metrics(cfg, cache)
-    if experiment_figure is not None:
-        metrics.update(figure_metrics(experiment_figure, cfg, metrics))
-    if "guesses" in played:
-        metrics["per_target"] = str(output_dir / "per_target")
-    try:
-        write_json_atomic(output_dir / "metrics.json", metrics, exclusive=True)
-    except FileExistsError:
-        check_output_dir(output_dir)  # raises the ConfigError naming the folder
-        raise
-    figure = output_dir / "figures" / "successes.png"
-    plot_successes(metrics, figure)
-    if "guesses" in played:
-        (output_dir / "per_target").mkdir(parents=True, exist_ok=True)
-        save_arrays(output_dir / "per_target", guesses=played["guesses"],
-                    attack_prior_success=played["attack_prior_success"])
-    if logger is not None:
-        logger.log_metrics({k: v for k, v in metrics.items() if k not in ("table", "columns", "experiment")})
-        logger.log_figures({"successes": figure})
-        if metrics.get("table") and boundary.logs_tables(logger):
-            from pipeline.experiments import table_columns
-
-            logger.log_table(metrics["experiment"]["name"], table_columns(metrics["table"]), metrics["table"])
-    bound_text = f"bound {bound_label(metrics)} {metrics['bound']}" if metrics["bound"] is not None else "no bound"
-    log.info("attack %.2f, %s %.2f, %s (of %d targets, %d trials, %s)%s",
-             metrics["attack_success_mean"], baseline_label(metrics), metrics["prior_success_mean"],
-             bound_text, metrics["n_targets"], metrics["trials"], privacy_label(metrics),
-             f"; WARNING: {metrics['unusable_canaries']} canary guesses had no usable likelihood (see above)"
-             if metrics.get("unusable_canaries") else "")
-    return metrics
-
-
-def run_job(cfg: DictConfig, output_dir: str | os.PathLike, *, choices: Mapping[str, str] | None = None,
-            run_name: str = "defaults", cache: StageCache | None = None) -> dict:
-    """One job: run_game inside the chosen logger's run, which is closed whatever happens.
-
-    choices are the chosen option per config group (Hydra's runtime.choices): they tag the W&B run.
-    """
-    from pipeline.tracking import tracked
-
-    choices = dict(choices or {})
-    tags = [f"{group}:{choices[group]}" for group in BOX_GROUPS if choices.get(group)]
-    if cfg.get("figure") is not None:  # a point of an experiment's figure: the experiment's tag, as its report has
-        tags.append(f"experiment:{cfg.name}")
-    from pipeline.preflight import check_config
-
-    check_config(cfg)  # boxes that cannot play together, a config that does not resolve: before anything is built
-    from pipeline.tracking import build_logger
-
-    logger = build_logger(cfg)
-    if cache is None:
-        cache = StageCache(cfg.cache_dir)
-    check_output_dir(output_dir)
-    from pipeline.tracking import run_config
-
-    # The W&B config holds the boxes that ran and the game's settings; data_dir once files were read.
-    with tracked(logger, config=run_config(cfg, BOX_GROUPS, reads_data=False), name=run_name, group=str(cfg.name),
-                 tags=tags, directory=output_dir):
-        metrics = run_game(cfg, output_dir, cache=cache, logger=logger)
-        if metrics.get("data_files") and "data_dir" in cfg and boundary.updates_config(logger):
-            logger.update_config({"data_dir": str(cfg.data_dir)})
-        return metrics

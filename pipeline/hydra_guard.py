@@ -1,22 +1,23 @@
-"""Keep Hydra from rewriting the record of another job: a job folder that holds a metrics.json is never touched.
+"""Keep Hydra from rewriting the record of another job: a job folder that holds a metrics.json keeps its `.hydra/`.
 
-Hydra writes `<job folder>/.hydra/config.yaml`, `hydra.yaml` and `overrides.yaml` (hydra.core.utils.run_job
--> _save_config) *before* the task function runs, so a job pointed at a folder that already holds another
-job's results (a fixed `hydra.run.dir` reused) used to replace that job's composed config with its own,
-although the job itself was then refused (pipeline.__main__: check_output_dir). `install()` wraps
-`_save_config` so that it writes nothing into the `.hydra/` folder of a job folder that already holds a
-metrics.json; the job is then refused as before and the folder stays as it was (its game.log is opened
-for appending but not written: the refusal is printed, not logged). Importing pipeline.__main__ installs
-it, in the process that launches the jobs and in every submitit/SLURM job that unpickles the app.
+Hydra writes `<job folder>/<hydra.output_subdir>/` (config.yaml, hydra.yaml, overrides.yaml) *before* the task
+function runs, so a job pointed at a folder that already holds another job's results (a fixed `hydra.run.dir`
+reused, or a finished job of a sweep run again to finish its missing jobs) would replace that job's composed config
+with its own, although the job itself is then refused (check_output_dir, in pipeline.__main__'s app). conf/config.yaml therefore
+sets `hydra.output_subdir: ${record_subdir:.hydra}`: the resolver below gives `.hydra`, or null (Hydra's documented
+"write no record") when the job folder already holds a metrics.json. Hydra resolves output_subdir when it writes the
+record, after it has set the job's folder (hydra.runtime.output_dir), in run and sweep jobs alike, in process or
+under submitit/SLURM. The job is then refused as before and the folder stays as it was (its game.log is opened for
+appending but not written: the refusal is printed, not logged). pipeline/__init__.py registers the resolver.
 """
 from __future__ import annotations
 
-import logging
 from pathlib import Path
+from typing import Any
 
-__all__ = ["install", "holds_results"]
+from omegaconf import OmegaConf
 
-log = logging.getLogger(__name__)
+__all__ = ["holds_results", "record_subdir"]
 
 
 def holds_results(job_folder: str | Path) -> bool:
@@ -24,20 +25,12 @@ def holds_results(job_folder: str | Path) -> bool:
     return (Path(job_folder) / "metrics.json").exists()
 
 
-def install() -> None:
-    """Wrap hydra.core.utils._save_config (idempotent): skip writes into <job>/.hydra/ when <job> holds results."""
-    import hydra.core.utils as hydra_utils
+def record_subdir(subdir: str, *, _parent_: Any) -> str | None:
+    """${record_subdir:.hydra} as `hydra.output_subdir`: subdir, or None when the job folder holds results.
 
-    original = hydra_utils._save_config
-    if getattr(original, "_advbounds_guard", False):
-        return
-
-    def _save_config(cfg, filename, output_dir) -> None:
-        folder = Path(output_dir)
-        if folder.name == ".hydra" and holds_results(folder.parent):
-            log.debug("not writing %s: %s holds another job's metrics.json", folder / filename, folder.parent)
-            return
-        original(cfg, filename, output_dir)
-
-    _save_config._advbounds_guard = True  # type: ignore[attr-defined]
-    hydra_utils._save_config = _save_config
+    _parent_ is the `hydra` node (OmegaConf passes it); before a job has a folder (composing, printing the config)
+    the subdir is given as is."""
+    job_folder = OmegaConf.select(_parent_, "runtime.output_dir", default=None, throw_on_missing=False)
+    if job_folder is not None and holds_results(str(job_folder)):
+        return None
+    return subdir

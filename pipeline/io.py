@@ -13,7 +13,7 @@ import numpy as np
 __all__ = ["plain", "write_json_atomic", "save_figure_atomic", "bound_column", "exceed_column", "confidence_of_column"]
 
 
-# One naming scheme for every CSV (report.csv and every experiment's table; README, Outputs):
+# One naming scheme for every CSV (report.csv and every experiment's table; docs/pages/outputs.md):
 # bound_<c> is the bound at confidence c (with probability >= c at most this many targets are attacked),
 # exceed_<c> the fraction of trials in which the attack exceeded that bound; c as Python's :g writes it
 # (bound_0.05, bound_0.5, bound_0.95).

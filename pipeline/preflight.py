@@ -22,7 +22,7 @@ __all__ = ["check_config", "check_compatible", "check_profile", "estimate_job", 
 
 log = logging.getLogger("pipeline.game")
 
-# Peak memory of a game, measured (README, Outputs: 10^6 targets x 10 candidates peaks at ~970 MB): the
+# Peak memory of a game, measured (docs/pages/outputs.md: 10^6 targets x 10 candidates peaks at ~970 MB): the
 # interpreter and libraries, about a dozen targets x candidates float arrays alive at once (the prior,
 # its CDF, the release, the posterior and its temporaries), and what each trial keeps.
 BASE_BYTES = 200 * 2**20

@@ -18,7 +18,8 @@ from omegaconf import OmegaConf
 
 import pipeline
 from pipeline.cache import StageCache
-from pipeline.game import ConfigError, run_game
+from pipeline.game import ConfigError
+from pipeline.job import run_game
 from pipeline.io import confidence_of_column
 from pipeline.report import collect, format_table, plot, write_csv
 

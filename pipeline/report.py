@@ -310,9 +310,10 @@ def _launched_jobs(root: Path) -> list[tuple[str, list[str]]] | None:
     path = root / "multirun.yaml"
     if not path.is_file():
         return None
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
+
+    from pipeline.sweeper import combinations
 
     hydra_cfg = (OmegaConf.to_container(OmegaConf.load(path), resolve=False) or {}).get("hydra") or {}
     sweeper, sweep = hydra_cfg.get("sweeper") or {}, hydra_cfg.get("sweep") or {}
@@ -321,10 +322,10 @@ def _launched_jobs(root: Path) -> list[tuple[str, list[str]]] | None:
     params = [f"{k}={v}" for k, v in (sweeper.get("params") or {}).items()]
     overrides = [str(o) for o in (hydra_cfg.get("overrides") or {}).get("task") or []]
     try:
-        batches = BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(params + overrides), None)
+        jobs = combinations(OverridesParser.create().parse_overrides(params + overrides))  # the basic sweeper's order
     except Exception:  # noqa: BLE001 - a sweep syntax this reader does not know: fall back to the folders
         return None
-    return [(str(number), job) for number, job in enumerate(job for batch in batches for job in batch)]
+    return [(str(number), job) for number, job in enumerate(jobs)]
 
 
 def missing_jobs(multirun_dir: str | os.PathLike) -> list[str]:
@@ -449,7 +450,7 @@ def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    from pipeline.game import BOUND_READING
+    from pipeline.labels import BOUND_READING
 
     facets = [k for k in swept_columns(rows) if k not in _EPSILON_KEYS]
     variants = variant_labels(rows)

@@ -10,51 +10,26 @@
   and the sweep gives up after `unavailable_timeout_min` minutes.
 - A sweep that is interrupted (Ctrl-C, SIGTERM) cancels the SLURM jobs it submitted (scancel).
 
-conf/hydra/launcher/slurm*.yaml select it through the structured config `advbounds_slurm` registered
-below (hydra-submitit's `submitit_slurm` plus the two settings); every submitit_slurm option still works.
+conf/hydra/launcher/slurm*.yaml select it through the structured config `advbounds_slurm` (hydra-submitit's
+`submitit_slurm` plus the two settings); every submitit_slurm option still works. This module is what the launcher
+knows about SLURM (squeue's reasons, sinfo's nodes, sbatch's refusals, scancel), without Hydra: the plugin class that
+Hydra finds and runs, hydra_plugins.advbounds.launcher.SlurmLauncher (pipeline/hydra_plugins/advbounds/launcher.py),
+calls it.
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import math
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
-from hydra.core.config_store import ConfigStore
-from hydra_plugins.hydra_submitit_launcher.config import SlurmQueueConf
-from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher as _SubmititSlurmLauncher
-
-# Settings this launcher reads itself (they are not passed on to submitit/sbatch).
-_OWN_KEYS = ("pending_check_s", "unavailable_timeout_min")
-_FIRST_CHECK_S = 1.0  # SLURM sets most "never" reasons at submission; look once right away
+#: Settings the launcher reads itself (they are not passed on to submitit/sbatch).
+OWN_KEYS = ("pending_check_s", "unavailable_timeout_min")
 _COMMAND_TIMEOUT_S = 20
-
-
-# Hydra instantiates a launcher only from a class registered under the `hydra_plugins.` prefix; the class
-# lives here (so that submitit's jobs unpickle it from pipeline/) and is registered under this name
-# (register_with_hydra, at import).
-HYDRA_NAME = "hydra_plugins.advbounds_slurm.SlurmLauncher"
-
-
-@dataclass
-class AdvboundsSlurmQueueConf(SlurmQueueConf):
-    """submitit_slurm plus the pending-job checks of pipeline.slurm_launcher.SlurmLauncher."""
-
-    _target_: str = HYDRA_NAME
-    # While jobs pend, ask squeue why every this many seconds; 0 turns the check off (the sweep then waits silently).
-    pending_check_s: float = 10.0
-    # Jobs waiting for nodes that are down, drained or reserved (ReqNodeNotAvail, PartitionDown, ...): give up
-    # and cancel them after this many minutes; null waits forever.
-    unavailable_timeout_min: Optional[float] = 10.0
-
-
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -248,7 +223,8 @@ def _run(*command: str) -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
-def _cluster_nodes() -> list[Node]:
+def cluster_nodes() -> list[Node]:
+    """The nodes of the cluster (sinfo), none when sinfo cannot run."""
     return parse_sinfo_nodes(_run("sinfo", "-h", "-N", "-o", "%N|%P|%c|%m|%f|%G") or "")
 
 
@@ -281,144 +257,77 @@ def _config_error(message: str) -> Exception:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The launcher
+# One sentence for what SLURM said
 # ---------------------------------------------------------------------------------------------------------
-class SlurmLauncher(_SubmititSlurmLauncher):
-    """hydra-submitit's SlurmLauncher that fails on jobs SLURM can never start and cancels its jobs when
-    the sweep is interrupted."""
+def refusal(params: dict, sbatch_error: str) -> Exception:
+    """One sentence for a submission sbatch refused (params: the launcher's settings)."""
+    said = [line.strip() for line in sbatch_error.splitlines() if line.strip()]
+    said = [re.sub(r"^sbatch: error: (Batch job submission failed: )?", "", line) for line in said]
+    said = [line for line in said if line and not line.startswith(("Traceback", "File "))]
+    misfit = request_misfit(params, cluster_nodes())
+    what = "; ".join(dict.fromkeys(said[:2])) or "no reason given"
+    if misfit:
+        return _config_error(f"{misfit[:-1]} (sbatch refused the sweep's jobs: {what}).")
+    return _config_error(f"sbatch refused the sweep's jobs: {what}; check the hydra.launcher settings "
+                         f"(partition, cpus_per_task, mem_gb, gpus_per_node, constraint, account, qos).")
 
-    def __init__(self, **params: Any) -> None:
-        own = {key: params.pop(key) for key in _OWN_KEYS if key in params}
-        super().__init__(**params)
-        self.pending_check_s = float(own.get("pending_check_s") or 0.0)
-        timeout = own.get("unavailable_timeout_min")
-        self.unavailable_timeout_s = None if timeout is None else float(timeout) * 60.0
-        self._submitted: list[Any] = []
 
-    # Submission: remember the jobs, and turn sbatch's refusal into one sentence.
-    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int):
-        import submitit
+def check_pending(params: dict, job_ids: Sequence[str], state: dict, unavailable_timeout_s: float | None) -> None:
+    """Raise one sentence (marked `cancelling`) when SLURM will never start the given pending jobs (see
+    classify_pending_reason), or has held them on unavailable nodes for unavailable_timeout_s (None: forever).
 
-        self._submitted = []
-        original_map_array = submitit.AutoExecutor.map_array
-        launcher = self
+    state carries what earlier checks of the same sweep saw (when the jobs became unavailable, what was reported)."""
+    if not job_ids:
+        return
+    pending = pending_reasons(job_ids)
+    now = time.monotonic()
+    unavailable = None
+    for job, reason in pending:
+        kind, setting = classify_pending_reason(reason)
+        if kind == "never":
+            raise _never(params, job, reason, setting)
+        if kind == "unavailable":
+            unavailable = (job, reason)
+        elif reason.split(",")[0] == "Resources" and not state.get("fit_checked"):
+            state["fit_checked"] = True  # the nodes do not change size: look once
+            misfit = request_misfit(params, cluster_nodes())
+            if misfit:
+                raise cancelling(_config_error(
+                    f"{misfit[:-1]} (SLURM kept job {_array(job)} pending: Resources; the sweep cancelled it)."))
+    if unavailable is None:
+        state.pop("unavailable_since", None)
+        return
+    job, reason = unavailable
+    since = state.setdefault("unavailable_since", now)
+    if state.get("reported") != reason:
+        state["reported"] = reason
+        wait = ("forever (hydra.launcher.unavailable_timeout_min=null)" if unavailable_timeout_s is None
+                else f"up to {unavailable_timeout_s / 60:g} min (hydra.launcher.unavailable_timeout_min)")
+        print(f"SLURM cannot start job {_array(job)} now (pending reason: {reason}); the sweep waits {wait}.",
+              file=sys.stderr, flush=True)
+    if unavailable_timeout_s is not None and now - since >= unavailable_timeout_s:
+        raise cancelling(_config_error(
+            f"SLURM could not start job {_array(job)} for {unavailable_timeout_s / 60:g} min (pending "
+            f"reason: {reason}), so the sweep cancelled its jobs; pick another hydra.launcher.partition, ask the "
+            f"cluster's administrators, or raise hydra.launcher.unavailable_timeout_min."))
 
-        def map_array(executor, *args, **kwargs):
-            refusal = io.StringIO()
-            try:
-                with contextlib.redirect_stderr(refusal):  # submitit prints sbatch's stderr, then raises
-                    jobs = original_map_array(executor, *args, **kwargs)
-            except submitit.core.utils.FailedJobError as exc:
-                raise launcher._refused(str(exc) or refusal.getvalue()) from None
-            except BaseException:
-                sys.stderr.write(refusal.getvalue())  # not sbatch's refusal: let what was said be seen
-                raise
-            launcher._submitted = list(jobs)
-            return _Waiting(jobs, launcher)
 
-        had_own = "map_array" in submitit.AutoExecutor.__dict__
-        submitit.AutoExecutor.map_array = map_array
-        previous_sigterm = None
-        try:
-            if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):  # outside `python -m pipeline`
-                previous_sigterm = signal.signal(signal.SIGTERM, _raise_interrupt)
-            return super().launch(job_overrides, initial_job_idx)
-        except BaseException as exc:  # an interrupt, or this launcher's own refusal: no job is left behind
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)) or getattr(exc, "slurm_cancel", False):
-                cancelled = self._cancel_submitted()
-                if cancelled:  # `python -m pipeline` names them in its one line
-                    exc.cancelled_slurm_jobs = cancelled  # type: ignore[attr-defined]
-            raise
-        finally:
-            if had_own:
-                submitit.AutoExecutor.map_array = original_map_array
-            else:
-                del submitit.AutoExecutor.map_array
-            if previous_sigterm is not None:
-                signal.signal(signal.SIGTERM, previous_sigterm)
-
-    def _job_ids(self) -> list[str]:
-        return sorted({str(job.job_id).split("_")[0] for job in self._submitted}, key=lambda j: (len(j), j))
-
-    def _cancel_submitted(self) -> list[str]:
-        """scancel this sweep's SLURM jobs; the job (array) ids it cancelled."""
-        ids = self._job_ids()
-        if not ids:
-            return []
-        # A second Ctrl-C must not stop the cancel half way.
-        handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            return ids if cancel(ids) else []
-        finally:
-            for sig, handler in handlers.items():
-                signal.signal(sig, handler)
-
-    def _refused(self, sbatch_error: str) -> Exception:
-        """One sentence for a submission sbatch refused."""
-        said = [line.strip() for line in sbatch_error.splitlines() if line.strip()]
-        said = [re.sub(r"^sbatch: error: (Batch job submission failed: )?", "", line) for line in said]
-        said = [line for line in said if line and not line.startswith(("Traceback", "File "))]
-        misfit = request_misfit(self.params, _cluster_nodes())
-        what = "; ".join(dict.fromkeys(said[:2])) or "no reason given"
-        if misfit:
-            return _config_error(f"{misfit[:-1]} (sbatch refused the sweep's jobs: {what}).")
-        return _config_error(f"sbatch refused the sweep's jobs: {what}; check the hydra.launcher settings "
-                             f"(partition, cpus_per_task, mem_gb, gpus_per_node, constraint, account, qos).")
-
-    # Waiting: what SLURM says about pending jobs.
-    def check_pending(self, state: dict) -> None:
-        """Raise one sentence when SLURM will never start the sweep's pending jobs (see classify_pending_reason)."""
-        ids = self._job_ids()
-        if not ids:
-            return
-        pending = pending_reasons(ids)
-        now = time.monotonic()
-        unavailable = None
-        for job, reason in pending:
-            kind, setting = classify_pending_reason(reason)
-            if kind == "never":
-                raise self._never(job, reason, setting)
-            if kind == "unavailable":
-                unavailable = (job, reason)
-            elif reason.split(",")[0] == "Resources" and not state.get("fit_checked"):
-                state["fit_checked"] = True  # the nodes do not change size: look once
-                misfit = request_misfit(self.params, _cluster_nodes())
-                if misfit:
-                    raise _cancelling(_config_error(
-                        f"{misfit[:-1]} (SLURM kept job {_array(job)} pending: Resources; the sweep cancelled it)."))
-        if unavailable is None:
-            state.pop("unavailable_since", None)
-            return
-        job, reason = unavailable
-        since = state.setdefault("unavailable_since", now)
-        if state.get("reported") != reason:
-            state["reported"] = reason
-            wait = ("forever (hydra.launcher.unavailable_timeout_min=null)" if self.unavailable_timeout_s is None
-                    else f"up to {self.unavailable_timeout_s / 60:g} min (hydra.launcher.unavailable_timeout_min)")
-            print(f"SLURM cannot start job {_array(job)} now (pending reason: {reason}); the sweep waits {wait}.",
-                  file=sys.stderr, flush=True)
-        if self.unavailable_timeout_s is not None and now - since >= self.unavailable_timeout_s:
-            raise _cancelling(_config_error(
-                f"SLURM could not start job {_array(job)} for {self.unavailable_timeout_s / 60:g} min (pending "
-                f"reason: {reason}), so the sweep cancelled its jobs; pick another hydra.launcher.partition, ask the "
-                f"cluster's administrators, or raise hydra.launcher.unavailable_timeout_min."))
-
-    def _never(self, job: str, reason: str, setting: str | None) -> Exception:
-        misfit = request_misfit(self.params, _cluster_nodes())
-        if misfit:
-            return _cancelling(_config_error(f"{misfit[:-1]} (SLURM kept job {_array(job)} pending: {reason}; the "
-                                             f"sweep cancelled it)."))
-        name = reason.split(",")[0].strip()
-        if setting is not None:
-            value = self.params.get(setting)
-            return _cancelling(_config_error(
-                f"SLURM will never start job {_array(job)} as submitted (pending reason: {name}), so the sweep "
-                f"cancelled it; change hydra.launcher.{setting} (now {value})."))
-        where = self.params.get("partition") or "the default partition"
-        return _cancelling(_config_error(
-            f"SLURM will never start job {_array(job)} as submitted (pending reason: {name}: the request exceeds "
-            f"what {where} allows), so the sweep cancelled it; compare hydra.launcher.cpus_per_task, mem_gb, "
-            f"nodes and timeout_min with `scontrol show partition`."))
+def _never(params: dict, job: str, reason: str, setting: str | None) -> Exception:
+    misfit = request_misfit(params, cluster_nodes())
+    if misfit:
+        return cancelling(_config_error(f"{misfit[:-1]} (SLURM kept job {_array(job)} pending: {reason}; the "
+                                        f"sweep cancelled it)."))
+    name = reason.split(",")[0].strip()
+    if setting is not None:
+        value = params.get(setting)
+        return cancelling(_config_error(
+            f"SLURM will never start job {_array(job)} as submitted (pending reason: {name}), so the sweep "
+            f"cancelled it; change hydra.launcher.{setting} (now {value})."))
+    where = params.get("partition") or "the default partition"
+    return cancelling(_config_error(
+        f"SLURM will never start job {_array(job)} as submitted (pending reason: {name}: the request exceeds "
+        f"what {where} allows), so the sweep cancelled it; compare hydra.launcher.cpus_per_task, mem_gb, "
+        f"nodes and timeout_min with `scontrol show partition`."))
 
 
 def _array(job: str) -> str:
@@ -426,58 +335,7 @@ def _array(job: str) -> str:
     return re.sub(r"_\[.*\]$", "", job)
 
 
-def _cancelling(exc: Exception) -> Exception:
+def cancelling(exc: Exception) -> Exception:
+    """Mark an error after which the sweep cancels the jobs it submitted (the launcher reads `slurm_cancel`)."""
     exc.slurm_cancel = True  # type: ignore[attr-defined]
     return exc
-
-
-def _raise_interrupt(signum, frame) -> None:  # noqa: ARG001
-    raise KeyboardInterrupt()
-
-
-class _Waiting(list):
-    """The submitted jobs, as hydra-submitit's launch iterates them (`[j.results()[0] for j in jobs]`):
-    before the first result is asked for, wait until every job has left the queue's pending state, checking
-    why they pend."""
-
-    def __init__(self, jobs: Sequence[Any], launcher: SlurmLauncher) -> None:
-        super().__init__(jobs)
-        self._launcher = launcher
-
-    def __iter__(self):
-        self._wait()
-        return super().__iter__()
-
-    def _wait(self) -> None:
-        launcher = self._launcher
-        if launcher.pending_check_s <= 0:
-            return
-        state: dict = {}
-        next_check = time.monotonic() + _FIRST_CHECK_S
-        try:
-            while True:
-                if time.monotonic() >= next_check:
-                    if not pending_reasons(launcher._job_ids()):
-                        return  # every job runs or ran: submitit's own wait takes over
-                    launcher.check_pending(state)
-                    next_check = time.monotonic() + launcher.pending_check_s
-                if all(job.done() for job in list.__iter__(self)):
-                    return
-                time.sleep(min(0.5, launcher.pending_check_s))
-        except Exception as exc:  # the sweep stops waiting for its jobs: none may be left pending
-            raise _cancelling(exc)
-
-
-def register_with_hydra() -> None:
-    """hydra/launcher=advbounds_slurm in Hydra's config store, and the launcher class under HYDRA_NAME."""
-    from hydra.core.plugins import Plugins
-
-    ConfigStore.instance().store(group="hydra/launcher", name="advbounds_slurm", node=AdvboundsSlurmQueueConf,
-                                 provider="advbounds")
-    plugins = Plugins.instance()
-    if plugins.class_name_to_class.get(HYDRA_NAME) is not SlurmLauncher:
-        plugins.register(SlurmLauncher)  # Hydra's public way: lists it among the launchers
-        plugins.class_name_to_class[HYDRA_NAME] = SlurmLauncher
-
-
-register_with_hydra()

@@ -24,29 +24,27 @@ again, to finish its missing jobs).
 Every job's `.hydra/overrides.yaml` holds its whole override list, so `python -m pipeline <those overrides>`
 replays any one point. conf/config.yaml selects this sweeper (`hydra/sweeper: points`); it takes the basic
 sweeper's settings (`max_batch_size`, `params`).
+
+This module is the sweep's logic, without Hydra's plugin machinery: the plugin class that Hydra finds and runs,
+hydra_plugins.advbounds.sweeper.PointsSweeper (pipeline/hydra_plugins/advbounds/sweeper.py), calls it.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import yaml
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.types import Override
 from omegaconf import DictConfig, OmegaConf
 
 
 log = logging.getLogger(__name__)
 
-# Hydra instantiates a sweeper only from a class registered under the `hydra_plugins.` prefix (as for
-# pipeline.slurm_launcher).
-HYDRA_NAME = "hydra_plugins.advbounds_points.PointsSweeper"
 #: The sweep's jobs (their override lists, in job-number order), written into the sweep folder before any job.
 JOBS_FILE = "jobs.yaml"
 #: The config groups a point may switch (their overrides are a choice of option, not a value): the game's box
@@ -54,11 +52,37 @@ JOBS_FILE = "jobs.yaml"
 GROUPS = ("prior", "mechanism", "attack", "metric", "bound", "logger", "model")
 
 
-@dataclass
-class PointsSweeperConf:
-    _target_: str = HYDRA_NAME
-    max_batch_size: Optional[int] = None
-    params: Optional[Dict[str, str]] = None
+def combinations(overrides: Sequence[Override]) -> list[list[str]]:
+    """The combinations of a sweep's values, as Hydra's basic sweeper forms them: the cartesian product over the keys
+    in the order they first appear (a key given twice keeps its last value), one override list per combination.
+
+    overrides: the parsed `hydra.sweeper.params` followed by the command line's (hydra.core.override_parser)."""
+    values: dict[str, list[str]] = {}
+    for override in overrides:
+        key = override.get_key_element()
+        if not override.is_sweep_override():
+            values[key] = [f"{key}={override.get_value_element_as_str()}"]
+        elif override.is_discrete_sweep():
+            values[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
+        else:
+            from pipeline.errors import ConfigError
+
+            raise ConfigError(f"{override.input_line} is an interval, which this sweeper cannot enumerate; give the "
+                              f"values as a list ({key}=1,2,4) or a range ({key}=range(1,5)).")
+    return [list(combination) for combination in itertools.product(*values.values())]
+
+
+def batches(jobs: Sequence[Sequence[str]], max_batch_size: Optional[int]) -> Iterator[tuple[int, list[list[str]]]]:
+    """(number of the first job, jobs) of each batch the launcher gets: every job at once when max_batch_size is
+    None or -1 (as with Hydra's basic sweeper)."""
+    size = len(jobs) if max_batch_size in (None, -1) else int(max_batch_size)  # type: ignore[arg-type]
+    if size <= 0:
+        from pipeline.errors import ConfigError
+
+        raise ConfigError(f"hydra.sweeper.max_batch_size={max_batch_size} launches no job; give a positive number, "
+                          f"or null to launch every job at once.")
+    for start in range(0, len(jobs), size):
+        yield start, [list(job) for job in jobs[start:start + size]]
 
 
 def override_value(value: Any) -> str:
@@ -186,7 +210,7 @@ def job_folders(sweep_dir: str | os.PathLike) -> list[Path]:
 
 
 def check_sweep_folder(sweep_dir: str | os.PathLike, jobs: Sequence[Sequence[str]]) -> None:
-    """The rule for a reused sweep folder (README, "Sweeping"): a folder holds one sweep.
+    """The rule for a reused sweep folder (docs/pages/running.md, "Sweeping"): a folder holds one sweep.
 
     A -m sweep whose folder (hydra.sweep.dir) already holds a job folder is refused, before anything is
     written or run, unless the folder's jobs.yaml lists exactly this sweep's jobs: that is the same sweep run
@@ -217,55 +241,15 @@ def check_sweep_folder(sweep_dir: str | os.PathLike, jobs: Sequence[Sequence[str
         f"missing jobs.")
 
 
-class PointsSweeper(BasicSweeper):
-    """BasicSweeper whose combinations expand into their figure's points (module docstring)."""
-
-    def __init__(self, max_batch_size: Optional[int] = None, params: Optional[Dict[str, str]] = None) -> None:
-        super().__init__(max_batch_size=max_batch_size, params=params)
-        self._composed: dict[tuple[str, ...], DictConfig] = {}
-
-    def _compose(self, overrides: Sequence[str]) -> DictConfig:
-        """The job config of these overrides, composed once per sweep (a figure's repeated points, e.g. Figure
-        llm's idealized game for every hyperparameter setting, and the validation of the jobs reuse it)."""
-        assert self.hydra_context is not None and self.config is not None
-        key = tuple(overrides)
-        if key not in self._composed:
-            self._composed[key] = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
-        return self._composed[key]
-
-    def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
-        """Hydra composes every job before launching (a composition error fails the sweep early): the jobs
-        composed while listing the points are not composed again."""
-        super().validate_batch_is_legal([job for job in batch if tuple(job) not in self._composed])
-
-    def split_arguments(self, overrides: List[Override], max_batch_size: Optional[int]) -> List[List[List[str]]]:  # type: ignore[override]
-        (combinations,) = BasicSweeper.split_arguments(overrides, None)
-        jobs = sweep_jobs(self._compose, combinations)
-        # the sweep's job list, for the report (pipeline.report.missing_jobs names the jobs that never ran)
-        assert self.config is not None
-        sweep_dir = Path(str(self.config.hydra.sweep.dir))
-        check_sweep_folder(sweep_dir, jobs)  # one sweep per folder: refused before anything is written or run
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        tmp = sweep_dir / f".{JOBS_FILE}.tmp"
-        tmp.write_text(yaml.safe_dump([list(job) for job in jobs], width=1000))
-        os.replace(tmp, sweep_dir / JOBS_FILE)
-        if max_batch_size is None:
-            return [jobs]
-        return list(BasicSweeper.split_overrides_to_chunks(jobs, max_batch_size))
+def write_job_list(sweep_dir: str | os.PathLike, jobs: Sequence[Sequence[str]]) -> None:
+    """Write the sweep's job list (JOBS_FILE) into its folder, atomically; pipeline.report.missing_jobs reads it to
+    name the jobs that never ran."""
+    folder = Path(sweep_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{JOBS_FILE}.tmp"
+    tmp.write_text(yaml.safe_dump([list(job) for job in jobs], width=1000))
+    os.replace(tmp, folder / JOBS_FILE)
 
 
-def register_with_hydra() -> None:
-    """hydra/sweeper=points in Hydra's config store, and the sweeper class under HYDRA_NAME."""
-    from hydra.core.plugins import Plugins
-
-    ConfigStore.instance().store(group="hydra/sweeper", name="points", node=PointsSweeperConf, provider="advbounds")
-    plugins = Plugins.instance()
-    if plugins.class_name_to_class.get(HYDRA_NAME) is not PointsSweeper:
-        plugins.register(PointsSweeper)
-        plugins.class_name_to_class[HYDRA_NAME] = PointsSweeper
-
-
-register_with_hydra()
-
-__all__ = ["PointsSweeper", "figure_jobs", "sweep_jobs", "group_deletions", "override_value", "point_overrides", "register_with_hydra",
-           "check_sweep_folder", "listed_jobs", "job_folders"]
+__all__ = ["combinations", "batches", "figure_jobs", "sweep_jobs", "group_deletions", "override_value", "point_overrides",
+           "check_sweep_folder", "listed_jobs", "job_folders", "write_job_list"]

@@ -1,6 +1,6 @@
 """Playing an experiment's figure in process, as `python -m pipeline -m <overrides>` does with Hydra's basic
 launcher: the sweeper's jobs for the combinations (pipeline.sweeper.sweep_jobs), each an ordinary game job
-(pipeline.game.run_game, which adds the figure's rows), then the sweep's report (write_report)."""
+(pipeline.job.run_game, which adds the figure's rows), then the sweep's report (write_report)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,7 +19,7 @@ def figure_jobs(compose: Callable, *combinations: Sequence[str]) -> list[list[st
 def play_figure(compose: Callable, root: Path, *combinations: Sequence[str], cache=None):
     """Run every job of the sweep under root/<n>/ (with its .hydra/overrides.yaml); returns (csv, figure, rows)."""
     from pipeline.experiments import write_report
-    from pipeline.game import run_game
+    from pipeline.job import run_game
 
     root = Path(root)
     for number, job in enumerate(figure_jobs(compose, *combinations)):

@@ -1,4 +1,4 @@
-"""Every shell command of README.md's ```bash blocks runs (issue 14, item 7).
+"""Every shell command of the ```bash blocks of README.md and of the docs pages (docs/pages/) runs (issue 14, item 7).
 
 Each command is run as written, made small: a single game gets `prior.n_targets=20 trials=2` appended; what
 would load a language model or run an experiment's full grid is run with `--cfg job` (composed, not run);
@@ -6,7 +6,9 @@ a `-m` sweep is expanded exactly as the project's sweeper does (Hydra's basic sw
 `hydra.sweeper.params` merged with the command line, then a figure's points: pipeline.sweeper.sweep_jobs) and
 its job count is checked against the `# N jobs` (or `# N + M jobs`) its README line states;
 the quickstart-sized sweep also runs, and the report commands run on its folder. A command that cannot run
-in CI says so in the README (`[not in CI: <reason>]`) and is skipped with that reason, and only those.
+in CI says so where it is written (`[not in CI: <reason>]`) and is skipped with that reason, and only those.
+A command written on several pages runs once, under the first place that shows it (the README's, then the pages'
+in name order).
 """
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ import pytest
 from clitools import CONF_DIR, REPO, cli_env
 
 README = REPO / "README.md"
+#: Where the commands are: the README, then every page of the docs site (docs/mkdocs.yml).
+DOCS = (README, *sorted((REPO / "docs" / "pages").rglob("*.md")))
 NOT_IN_CI = re.compile(r"\[not in CI: ([^\]]+)\]")
 # "# N jobs", or "# N + M jobs" for a figure that adds M jobs of its own to the N combinations (Figure llm's
 # idealized games)
@@ -31,10 +35,10 @@ SMALL_TABLE_GAME = ("prior.n_records=20", "attack.steps=50", "trials=2")
 COSTLY = re.compile(r"\bexperiment=|mechanism=dpsgd|prior=pii|model=(gpt2|smollm2)")
 
 
-def readme_commands() -> list[tuple[int, str, str]]:
+def readme_commands(path: Path = README) -> list[tuple[int, str, str]]:
     """(line number, command with continuations joined, its comment) for every command of a ```bash block."""
     commands, block, pending, start = [], False, "", 0
-    for number, line in enumerate(README.read_text().splitlines(), start=1):
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
         if line.startswith("```"):
             block = line.strip() == "```bash"
             continue
@@ -53,7 +57,18 @@ def readme_commands() -> list[tuple[int, str, str]]:
     return commands
 
 
-COMMANDS = readme_commands()
+def documented_commands() -> list[tuple[str, str, str]]:
+    """(where: "<file>:<line>", command, comment) for every distinct command of the README and the docs pages."""
+    seen, commands = set(), []
+    for path in DOCS:
+        for line, code, comment in readme_commands(path):
+            if code not in seen:
+                seen.add(code)
+                commands.append((f"{path.relative_to(REPO)}:{line}", code, comment))
+    return commands
+
+
+COMMANDS = documented_commands()
 
 
 def _python(words: list[str]) -> list[str]:
@@ -78,13 +93,13 @@ def _run(words, cwd, timeout=300):
 
 def count_jobs(args: list[str]) -> tuple[int, int]:
     """(combinations, jobs) of `python -m pipeline -m <args>`: Hydra's basic sweeper's own expansion of the sweep
-    values (the experiment's `hydra.sweeper.params` merged with the command line), and the jobs the project's
+    values (the experiment's `hydra.sweeper.params` merged with the command line; pipeline.sweeper.combinations,
+    checked against Hydra's own in tests/pipeline/test_hydra_plugins.py), and the jobs the project's
     sweeper launches for them (pipeline.sweeper.sweep_jobs: a figure's points; repeated jobs once)."""
     from hydra import compose, initialize_config_dir
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from pipeline.sweeper import sweep_jobs
+    from pipeline.sweeper import combinations as expand, sweep_jobs
 
     args = [a for a in args if a not in ("-m", "--multirun")]
     parser = OverridesParser.create()
@@ -101,7 +116,7 @@ def count_jobs(args: list[str]) -> tuple[int, int]:
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=fixed, return_hydra_config=True)  # every fixed override must apply
         params = [f"{k}={v}" for k, v in (cfg.hydra.sweeper.get("params") or {}).items()]
-        (combinations,) = BasicSweeper.split_arguments(parser.parse_overrides(params + args), None)
+        combinations = expand(parser.parse_overrides(params + args))  # Hydra's expansion (tested against it)
         jobs = sweep_jobs(composer, combinations)
     return len(combinations), len(jobs)
 
@@ -120,27 +135,31 @@ def sweep_dir(tmp_path_factory):
 def test_every_readme_shell_block_is_collected():
     assert len(COMMANDS) >= 20
     assert any("llm_canaries hydra/launcher=slurm_local" in code for _, code, _ in COMMANDS)
+    # the README's own: the two commands of a fresh machine and the test command
+    readme = [code for _, code, _ in readme_commands(README)]
+    assert "bash .ci/setup && .venv/bin/python -m pipeline" in readme and "bash .ci/run" in readme
+    assert ".venv/bin/python -m pytest -q" in readme
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("line,code,comment", COMMANDS, ids=[f"README:{n}" for n, _, _ in COMMANDS])
+@pytest.mark.parametrize("line,code,comment", COMMANDS, ids=[where for where, _, _ in COMMANDS])
 def test_readme_command_runs(line, code, comment, tmp_path, request):
     reason = NOT_IN_CI.search(comment)
     if reason:
-        pytest.skip(f"README line {line} is marked not runnable in CI: {reason.group(1)}")
+        pytest.skip(f"{line} is marked not runnable in CI: {reason.group(1)}")
     words = _python(shlex.split(code))
-    assert words[0] == sys.executable, f"README line {line}: not a python command, and not marked [not in CI: ...]"
+    assert words[0] == sys.executable, f"{line}: not a python command, and not marked [not in CI: ...]"
     module = words[2] if words[1] == "-m" else None
     sweep = request.getfixturevalue("sweep_dir") if module == "pipeline.report" else None
     words = _python(shlex.split(_placeholders(code, sweep)))
     outputs = f"outputs_dir={tmp_path / 'outputs'}"
     if module == "pipeline" and ("-m" in words[3:] or "--multirun" in words[3:]):
         expected = JOBS.search(comment)
-        assert expected, f"README line {line}: a sweep states its job count ('# N jobs')"
+        assert expected, f"{line}: a sweep states its job count ('# N jobs')"
         combinations, jobs = count_jobs(words[3:])
         stated = int(expected.group(1)) + int(expected.group(2) or 0)
         assert jobs == stated and (expected.group(2) is None or combinations == int(expected.group(1))), \
-            f"README line {line}: {combinations} combinations, {jobs} jobs"
+            f"{line}: {combinations} combinations, {jobs} jobs"
         if not COSTLY.search(code) and "hydra/launcher" not in code:
             request.getfixturevalue("sweep_dir")  # the same sweep, run small
         return
@@ -148,5 +167,5 @@ def test_readme_command_runs(line, code, comment, tmp_path, request):
         small = SMALL_TABLE_GAME if "prior=baynet" in words else SMALL_GAME
         words = words + ([outputs, "--cfg", "job"] if COSTLY.search(code) else [*small, outputs])
     result = _run(words, cwd=tmp_path)
-    assert result.returncode == 0, f"README line {line}: {code}\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
+    assert result.returncode == 0, f"{line}: {code}\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
     assert "Traceback" not in result.stderr

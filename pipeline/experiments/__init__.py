@@ -3,7 +3,7 @@
 * A **figure** (`figure:` in conf/experiment/<name>.yaml; a `Figure` class of a family module: tabular, llm,
   synthetic) plays nothing itself. A `-m` sweep of the experiment is a sweep of ordinary game jobs: the
   project's sweeper (pipeline.sweeper) asks the figure for the points of each combination of
-  `hydra.sweeper.params` and the command line, each point's game job (pipeline.game.run_game) adds its rows of
+  `hydra.sweeper.params` and the command line, each point's game job (pipeline.job.run_game) adds its rows of
   the figure's table to its metrics.json (`figure_metrics`), and at the end of the sweep the `ExperimentReport`
   callback (or `python -m pipeline.report <sweep dir>`) joins the jobs' rows (`Figure.combine`) into
   `<sweep dir>/<name>.csv` and draws `<sweep dir>/figures/<name>.png`. A single run of a figure's experiment is

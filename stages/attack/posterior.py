@@ -23,7 +23,7 @@ epsilon = inf (s = 0): the posterior is the prior restricted to the assignments 
 release exactly, which single-site moves cannot explore (every move changes a count). The attack then uses the
 surrogate noise scale s = `exact_scale` / N (default 1: one record's weight per cell), i.e. it reads the exact
 marginals as a soft constraint; at that scale the marginals dominate the prior. This is an approximation, and
-it is said so in the README; the measurement reports finite epsilon.
+it is said so in docs/pages/tabular.md; the measurement reports finite epsilon.
 
 Scope: one unknown column (the target), every other column known; anything else is refused (the multi-column
 figure would need nuisance columns sampled too).

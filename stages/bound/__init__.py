@@ -14,6 +14,7 @@ The submodules (``profiles``, ``accountants``, ``tails``, ``theorems``, ``prior_
 objects; the bound boxes of the pipeline (``one_run``, ``pure_dp``, ``expected``, ``comparator``, and
 their shared ``box``) are not re-exported, they are imported by path.
 """
+from ._validate import ArgumentError
 from .accountants import *  # noqa: F403 (any accountant as a profile: accountants.__all__)
 from .accountants import __all__ as _accountant_names
 from .best import SOURCES, BestBound, best_bound
@@ -49,6 +50,7 @@ from .theorems import (
 )
 
 __all__ = [
+    "ArgumentError",
     # profiles
     "PrivacyProfile",
     "PureDP",

@@ -6,13 +6,20 @@ import numbers
 import numpy as np
 
 
+class ArgumentError(ValueError):
+    """A refused argument: str() is one sentence naming it, the value and the fix; ``argument`` is its name as
+    data, so a caller that knows where the argument came from (the pipeline: a config key) need not parse it."""
+
+    def __init__(self, argument: str, message: str):
+        super().__init__(message)
+        self.argument = argument
 
 
 def _fail(name: str, value, allowed: str, fix: str = "") -> None:
     msg = f"{name} must be {allowed}, got {value}"
     if fix:
         msg += f"; {fix}"
-    raise ValueError(msg + ".")
+    raise ArgumentError(name, msg + ".")
 
 
 def _as_float_array(name: str, value) -> np.ndarray:

@@ -357,11 +357,12 @@ def from_dp_event(event, *, neighboring: str | None = None, value_discretization
     An add/remove profile used in a reconstruction game goes through the same conversion
     (``profile.replace_one()``, via ``for_game``).
 
-    >>> import dp_accounting
-    >>> profile = from_dp_event(dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(2.0), 3),
-    ...                         neighboring="add_remove")
-    >>> profile.pure_epsilon(), profile.replace_one().pure_epsilon()
-    (1.5, 3.0)
+    Examples:
+        >>> import dp_accounting
+        >>> profile = from_dp_event(dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(2.0), 3),
+        ...                         neighboring="add_remove")
+        >>> profile.pure_epsilon(), profile.replace_one().pure_epsilon()
+        (1.5, 3.0)
     """
     from dp_accounting import dp_event as dpa
 
@@ -679,8 +680,9 @@ def from_delta(fn_or_pairs, *, neighboring: str = "replace_one", epsilons=None) 
     (default "replace_one", the paper's); an "add_remove" profile becomes replace-one by group privacy in a
     reconstruction game (``ReplaceOneByGroupPrivacy``).
 
-    >>> round(from_delta([(0.0, 0.5), (2.0, 0.01)]).delta(1.0), 4)   # min over eps_j <= 1 of delta_j: 0.5
-    0.3682
+    Examples:
+        >>> round(from_delta([(0.0, 0.5), (2.0, 0.01)]).delta(1.0), 4)   # min over eps_j <= 1 of delta_j: 0.5
+        0.3682
     """
     if callable(fn_or_pairs):
         return DeltaCurve(fn_or_pairs, neighboring, epsilons)

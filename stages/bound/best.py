@@ -365,6 +365,15 @@ def best_bound(
 
     Returns a BestBound whose ``value`` is the minimum of ``all`` and ``source`` its name (ours wins
     ties). Raises ValueError for n > 1 targets without a confidence.
+
+    Examples:
+        >>> from stages.bound import GaussianDP
+        >>> one = best_bound(GaussianDP(1.0), 0.5)   # one target, a binary secret: a probability
+        >>> one.source, round(one.value, 4), sorted(one.not_applicable)
+        ('ours', 0.6915, ['cherubin'])
+        >>> many = best_bound(GaussianDP(1.0), [0.1] * 100, confidence=0.95)   # 100 targets: a count
+        >>> many.kind, many.source, many.value
+        ('count', 'ours', 62)
     """
     set_valued = theorems._check_set_valued(set_valued)
     profile = theorems._profile(profile, game)

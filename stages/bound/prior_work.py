@@ -3,13 +3,16 @@
 One function per paper; each docstring states the formula, the paper and the setting it covers, and
 each raises ValueError (naming the argument) outside that setting:
 
-* ``kgk_bound``       Kulynych, Gomez, Kaissis et al. 2025: 1 - f(kappa), one target, any f-DP profile.
-* ``mmc_bound``       Mahloujifar, Melis, Chaudhuri 2024: f-DP one-run reconstruction, uniform priors 1/k.
-* ``steinke_bound``   Steinke, Nasr, Jagielski 2023, Theorem 5.2: (eps, delta)-DP membership, priors 1/2.
-* ``rero_bound``      Balle, Cherubin, Hayes 2022: ReRo from eps-DP, Renyi DP or zCDP, one target.
+* ``kgk_bound``       Kulynych, Gomez, Kaissis et al. 2025 (arXiv:2507.06969): 1 - f(kappa), one target, any f-DP
+  profile.
+* ``mmc_bound``       Mahloujifar, Melis, Chaudhuri 2024 (arXiv:2410.22235): f-DP one-run reconstruction, uniform
+  priors 1/k.
+* ``steinke_bound``   Steinke, Nasr, Jagielski 2023 (arXiv:2305.08846), Theorem 5.2: (eps, delta)-DP membership,
+  priors 1/2.
+* ``rero_bound``      Balle, Cherubin, Hayes 2022 (arXiv:2201.04845): ReRo from eps-DP, Renyi DP or zCDP, one target.
 * ``narcissus_bound`` Cohen et al. 2025, Theorem F.1: e^eps p + delta, one target.
-* ``cherubin_bound``  Cherubin, Koepf, Paverd et al. 2024: closed-form Bayes security of DP-SGD.
-* ``stock_bound``     Stock, Shilov, Mironov, Sablayrolles 2022: Renyi-DP reconstruction bound.
+* ``cherubin_bound``  Cherubin, Koepf, Paverd et al. 2024 (arXiv:2402.14397): closed-form Bayes security of DP-SGD.
+* ``stock_bound``     Stock, Shilov, Mironov, Sablayrolles 2022 (arXiv:2202.07623): Renyi-DP reconstruction bound.
 
 In our notation (the paper's generic attack game) ``p`` is the prior success probability of the a
 priori optimal guess, i.e. the baseline ``kappa`` of KGK and ReRo. The one-run bounds (MMC, Steinke)
@@ -26,6 +29,8 @@ import math
 
 import numpy as np
 from scipy import optimize, special, stats
+
+from stages._bisect import bisect, smallest_true
 
 from . import _validate
 
@@ -110,25 +115,18 @@ def _count_from_tail(tail, n: int, confidence: np.ndarray):
 
     out = np.empty(confidence.shape, dtype=np.int64)
     for idx, c in np.ndenumerate(confidence):
-        lo, hi = 0, n + 1  # t(lo) > 1 - c, t(hi) <= 1 - c
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if t(mid) <= 1.0 - c:
-                hi = mid
-            else:
-                lo = mid
-        out[idx] = hi - 1
+        out[idx] = smallest_true(lambda v: t(v) <= 1.0 - c, 0, n + 1) - 1  # t(0) = 1 > 1 - c, t(n + 1) = 0
     return int(out) if out.ndim == 0 else out
 
 
 # --------------------------------------------------------------------------------------------
-# KGK+: Kulynych, Gomez, Kaissis, Hayes, Balle, du Pin Calmon, Raisaro (2025)
+# KGK+: Kulynych, Gomez, Kaissis, Hayes, Balle, du Pin Calmon, Raisaro (2025), arXiv:2507.06969
 # --------------------------------------------------------------------------------------------
 
 
 def kgk_bound(profile, p):
     """Kulynych et al. 2025 ("Unifying re-identification, attribute inference, and data
-    reconstruction risks in differential privacy"): success <= 1 - f(kappa).
+    reconstruction risks in differential privacy", arXiv:2507.06969): success <= 1 - f(kappa).
 
     ``f`` is the profile's trade-off curve and ``kappa = p`` the baseline (a priori optimal)
     success probability. Applies to one target, any f-DP mechanism and any prior, and to any
@@ -147,7 +145,7 @@ def kgk_bound(profile, p):
 
 
 # --------------------------------------------------------------------------------------------
-# MMC: Mahloujifar, Melis, Chaudhuri (2024), "Auditing f-Differential Privacy in One Run"
+# MMC: Mahloujifar, Melis, Chaudhuri (2024), "Auditing f-Differential Privacy in One Run", arXiv:2410.22235
 # --------------------------------------------------------------------------------------------
 
 
@@ -242,18 +240,10 @@ def _mmc_tail(ginv, m: int, guesses: int, v: int, k: int) -> float:
         return 1.0
     # Any tau where the constraint fails bounds the probability from above (Pr >= tau would
     # contradict it), so the bisection keeps hi infeasible and returns hi: valid by construction.
-    lo, hi = -745.0, 0.0  # log tau
-    if _mmc_excess(ginv, math.exp(lo), m, guesses, v, k) > 0:
-        return math.exp(lo)
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if _mmc_excess(ginv, math.exp(mid), m, guesses, v, k) > 0:
-            hi = mid
-        else:
-            lo = mid
-        if hi - lo < 1e-13:
-            break
-    return min(1.0, math.exp(hi))
+    fails = lambda log_tau: _mmc_excess(ginv, math.exp(log_tau), m, guesses, v, k) > 0
+    if fails(-745.0):
+        return math.exp(-745.0)
+    return min(1.0, math.exp(bisect(fails, -745.0, 0.0, atol=1e-13, iterations=60)[1]))  # on log tau
 
 
 def mmc_tail_bound(profile, p, v) -> float:
@@ -273,7 +263,7 @@ def mmc_tail_bound(profile, p, v) -> float:
 
 
 def mmc_bound(profile, p, *, confidence=None):
-    """MMC one-run bound (Mahloujifar, Melis, Chaudhuri 2024) for uniform priors p_i in {0, 1/k}.
+    """MMC one-run bound (Mahloujifar, Melis, Chaudhuri 2024, arXiv:2410.22235) for uniform priors p_i in {0, 1/k}.
 
     * ``confidence=None``: p is one target (a scalar or shape (1,)); returns the success probability
       bound tau*, the root of tau + (k - 1) g^{-1}(tau) = 1 with g(x) = 1 - f(x). For mu-GDP this
@@ -302,7 +292,7 @@ def mmc_bound(profile, p, *, confidence=None):
 
 
 # --------------------------------------------------------------------------------------------
-# Steinke, Nasr, Jagielski (2023), "Privacy Auditing with One (1) Training Run", Theorem 5.2
+# Steinke, Nasr, Jagielski (2023), "Privacy Auditing with One (1) Training Run" (arXiv:2305.08846), Theorem 5.2
 # --------------------------------------------------------------------------------------------
 
 
@@ -346,7 +336,7 @@ def steinke_tail_bound(eps, delta, p, v) -> float:
 
 
 def steinke_bound(eps, delta, p, *, confidence=None):
-    """Steinke, Nasr, Jagielski 2023, Theorem 5.2, for membership inference in one run.
+    """Steinke, Nasr, Jagielski 2023 (arXiv:2305.08846), Theorem 5.2, for membership inference in one run.
 
     * ``confidence=None``: one target (p = 1/2); returns the success bound
       q + 2 delta (1 - q), q = e^eps / (e^eps + 1) (Theorem 5.2 at m = r = v = 1).
@@ -369,7 +359,7 @@ def steinke_bound(eps, delta, p, *, confidence=None):
 
 
 # --------------------------------------------------------------------------------------------
-# ReRo: Balle, Cherubin, Hayes (2022), "Reconstructing Training Data with Informed Adversaries"
+# ReRo: Balle, Cherubin, Hayes (2022), "Reconstructing Training Data with Informed Adversaries", arXiv:2201.04845
 # --------------------------------------------------------------------------------------------
 
 
@@ -389,7 +379,7 @@ def _rdp_pairs(rdp) -> tuple[np.ndarray, np.ndarray]:
 
 
 def rero_bound(p, *, eps=None, rdp=None, rho=None):
-    """Balle, Cherubin, Hayes 2022 ReRo bound on reconstruction success, one target.
+    """Balle, Cherubin, Hayes 2022 (arXiv:2201.04845) ReRo bound on reconstruction success, one target.
 
     Exactly one privacy description:
 
@@ -440,12 +430,12 @@ def narcissus_bound(eps, delta, p):
 
 
 # --------------------------------------------------------------------------------------------
-# Cherubin, Koepf, Paverd, Tople, Wutschitz, Zanella-Beguelin (2024)
+# Cherubin, Koepf, Paverd, Tople, Wutschitz, Zanella-Beguelin (2024), arXiv:2402.14397
 # --------------------------------------------------------------------------------------------
 
 
 def cherubin_bound(noise_multiplier, sample_rate, steps, p, *, allow_approximation: bool = False):
-    """Cherubin et al. 2024 ("Closed-Form Bounds for DP-SGD against Record-level Inference").
+    """Cherubin et al. 2024 ("Closed-Form Bounds for DP-SGD against Record-level Inference", arXiv:2402.14397).
 
     Their closed-form Bayes security of DP-SGD, beta* >= 1 - erf(q sqrt(T) / (sqrt(2) sigma)), bounds
     the advantage (success - p) / (1 - p) <= 1 - beta* of any membership or attribute inference with
@@ -477,7 +467,7 @@ def cherubin_bound(noise_multiplier, sample_rate, steps, p, *, allow_approximati
 
 
 # --------------------------------------------------------------------------------------------
-# Stock, Shilov, Mironov, Sablayrolles (2022), "Defending against Reconstruction Attacks with RDP"
+# Stock, Shilov, Mironov, Sablayrolles (2022), "Defending against Reconstruction Attacks with RDP", arXiv:2202.07623
 # --------------------------------------------------------------------------------------------
 
 
@@ -497,19 +487,14 @@ def _binary_renyi_max(p: float, orders: np.ndarray, epsilons: np.ndarray) -> flo
 
     # s = 1 is feasible where log h(1) = (1 - alpha) log p <= target
     full = (1.0 - a) * lp <= target
-    lo = np.full(a.shape, p)
-    hi = np.ones(a.shape)
-    for _ in range(100):  # h is increasing on [p, 1]; keep lo feasible, hi infeasible
-        mid = 0.5 * (lo + hi)
-        ok = log_h(mid) <= target
-        lo = np.where(ok, mid, lo)
-        hi = np.where(ok, hi, mid)
+    # h is increasing on [p, 1]: lo stays feasible, hi infeasible, every order bisected at once
+    _, hi = bisect(lambda s: ~(log_h(s) <= target), np.full(a.shape, p), np.ones(a.shape), iterations=100)
     hi = np.where(full, 1.0, hi)
     return float(np.min(hi))
 
 
 def stock_bound(p, *, rdp=None, rho=None):
-    """Stock, Shilov, Mironov, Sablayrolles 2022: reconstruction success under Renyi DP, one target.
+    """Stock, Shilov, Mironov, Sablayrolles 2022 (arXiv:2202.07623): reconstruction success under Renyi DP, one target.
 
     For an (alpha, eps_alpha)-RDP mechanism and a secret whose a priori optimal guess succeeds with
     probability p (2^-b for a uniform b-bit secret), Renyi data processing on the success event gives

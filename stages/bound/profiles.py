@@ -1,8 +1,8 @@
 """Privacy profiles: each mechanism's exact curve delta(eps), its inverse and its trade-off curve.
 
 A privacy profile ``delta(eps)`` says the mechanism is (eps, delta(eps))-DP for every eps >= 0
-simultaneously; by Dong, Roth and Su (2019, Prop. 2.12) this is the same information as the f-DP
-trade-off curve, with ``delta_f(eps) = 1 + f*(-e^eps)``. The bounds of the paper take the whole
+simultaneously; by Dong, Roth and Su (2019, "Gaussian Differential Privacy", arXiv:1905.02383, Prop. 2.12) this
+is the same information as the f-DP trade-off curve, with ``delta_f(eps) = 1 + f*(-e^eps)``. The bounds of the paper take the whole
 profile and optimise over eps, so each class below gives the *tightest* profile of its guarantee:
 
 * ``PureDP(eps)`` and ``ApproxDP(eps, delta)``: the profile of the tightest trade-off curve
@@ -162,7 +162,15 @@ class PrivacyProfile(ABC):
 
 
 class ApproxDP(PrivacyProfile):
-    """(eps, delta)-DP, as the profile of its tightest trade-off curve f_{eps, delta}."""
+    """(eps, delta)-DP, as the profile of its tightest trade-off curve f_{eps, delta}.
+
+    Examples:
+        >>> profile = ApproxDP(1.0, 1e-5)
+        >>> float(profile.delta(1.0)), round(float(profile.delta(0.5)), 4)   # positive below the nominal eps
+        (1e-05, 0.2877)
+        >>> profile.pure_epsilon(), PureDP(1.0).pure_epsilon()
+        (None, 1.0)
+    """
 
     def __init__(self, eps: float, delta: float = 0.0):
         self.eps = _validate.positive("eps", eps, allow_zero=True)
@@ -189,7 +197,7 @@ class ApproxDP(PrivacyProfile):
 
     def renyi(self, orders) -> np.ndarray | None:
         """eps-DP: the Renyi divergence of binary randomized response at eps, the largest any eps-DP pair has
-        (Bun & Steinke 2016): eps_alpha = log((e^(alpha eps) + e^((1 - alpha) eps)) / (1 + e^eps)) / (alpha - 1),
+        (Bun & Steinke 2016, arXiv:1605.02065): eps_alpha = log((e^(alpha eps) + e^((1 - alpha) eps)) / (1 + e^eps)) / (alpha - 1),
         below both eps and alpha eps^2 / 2 (equal to dp_accounting's RandomizedResponseDpEvent, a test checks)."""
         if self.delta_ != 0.0:
             return None
@@ -223,7 +231,18 @@ class PureDP(ApproxDP):
 
 
 class GaussianDP(PrivacyProfile):
-    """mu-Gaussian DP: delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)."""
+    """mu-Gaussian DP: delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2).
+
+    Dong, Roth, Su, "Gaussian Differential Privacy" (arXiv:1905.02383); its trade-off curve is
+    f(alpha) = Phi(Phi^-1(1 - alpha) - mu).
+
+    Examples:
+        >>> gauss = GaussianDP(1.0)
+        >>> round(float(gauss.delta(1.0)), 4), round(gauss.epsilon(1e-5), 3)
+        (0.1269, 4.377)
+        >>> round(float(gauss.tradeoff(0.05)), 4)
+        0.7405
+    """
 
     def __init__(self, mu: float):
         self.mu = _validate.positive("mu", mu)
@@ -233,7 +252,12 @@ class GaussianDP(PrivacyProfile):
 
     @classmethod
     def from_epsilon_delta(cls, eps: float, delta: float) -> "GaussianDP":
-        """The largest mu (weakest GDP guarantee) that still satisfies (eps, delta)-DP."""
+        """The largest mu (weakest GDP guarantee) that still satisfies (eps, delta)-DP.
+
+        Examples:
+            >>> round(GaussianDP.from_epsilon_delta(1.0, 1e-5).mu, 4)   # the noisy marginals' mu at eps = 1
+            0.2681
+        """
         eps = _validate.positive("eps", eps)
         delta = _validate.delta("delta", delta)
         if delta <= 0:
@@ -290,7 +314,12 @@ def gdp_delta(eps: np.ndarray, mu: float) -> np.ndarray:
 
 
 class ComposedGaussian(GaussianDP):
-    """``compositions`` Gaussian mechanisms with noise multiplier sigma and L2 sensitivity s: mu-GDP with mu = sqrt(k) s / sigma."""
+    """``compositions`` Gaussian mechanisms with noise multiplier sigma and L2 sensitivity s: mu-GDP with mu = sqrt(k) s / sigma.
+
+    Examples:
+        >>> ComposedGaussian(noise_multiplier=2.0, compositions=4).mu
+        1.0
+    """
 
     def __init__(self, noise_multiplier: float, compositions: int = 1, sensitivity: float = 1.0):
         self.noise_multiplier = _validate.positive("noise_multiplier", noise_multiplier)
@@ -395,6 +424,11 @@ class DPSGD(PrivacyLossProfile):
     An add/remove profile bounds membership inference (adding or removing a record) only; in a
     reconstruction game the theorems use ``replace_one()``: the same training run accounted for
     replace-one neighbours (exact, from the accountant; about twice the add/remove mu or eps).
+
+    Examples:
+        >>> full_batch = DPSGD(noise_multiplier=1.0, sample_rate=1.0, steps=1, neighboring="add_remove")
+        >>> full_batch.gdp_mu(), full_batch.replace_one().gdp_mu()   # the closed form mu = c sqrt(steps) / sigma
+        (1.0, 2.0)
     """
 
     NEIGHBORING = ("replace_one", "add_remove")
@@ -522,6 +556,24 @@ class DPSGD(PrivacyLossProfile):
         return super().one_minus_tradeoff(alpha)
 
 
+def pure_epsilon_of(profile) -> float | None:
+    """eps of an eps-DP profile (PureDP, or ApproxDP with delta = 0) where the theorems use Theorem 3.1, else None.
+
+    The one answer to "do the bounds treat this profile as eps-DP?", asked by the theorems, their searches and the
+    bound boxes alike. ``PrivacyProfile.pure_epsilon`` answers what the guarantee is (the game reports epsilon at
+    delta = 0 from it, best_bound's ReRo takes its eps-DP corollary from it); the two agree on every profile but
+    the eps-DP profiles of other classes (composed Laplace events), which keep the theorems of their whole curve.
+
+    For such a profile every bound uses Theorem 3.1 (``theorems.pure_dp_tail``: Bern(beta_i(eps)) dominance,
+    the posterior argument) at the profile's own eps, never the (eps', delta(eps')) points of its curve
+    below eps: the one-run theorem at eps' < eps goes below beta(eps, p) for p > 1/2, and an eps-DP
+    mechanism attains beta(eps, p) exactly when success is a set of values (release an m-subset S of k
+    values with Pr[S | x] proportional to e^eps if x in S, else 1, and guess S: e.g. eps = 1, p = 0.9
+    attains 0.96073 while the eps' scan gave 0.94621). Theorem 3.1 holds for every success metric.
+    """
+    return profile.pure_epsilon() if isinstance(profile, ApproxDP) else None
+
+
 #: The attack games the theorems cover, by what the secret X_i of target i is.
 GAMES = ("reconstruction", "membership")
 
@@ -537,6 +589,11 @@ def for_game(profile: PrivacyProfile, game: str = "reconstruction") -> PrivacyPr
     * ``"membership"``: X_i is target i's membership bit, and changing it adds or removes i's record,
       so an add/remove profile applies as it is (a replace-one profile applies when a non-member's
       slot holds a fixed filler record, the paper's encoding of membership inference).
+
+    Examples:
+        >>> add_remove = DPSGD(1.0, 1.0, 1, "add_remove")
+        >>> for_game(add_remove).gdp_mu(), for_game(add_remove, "membership").gdp_mu()
+        (2.0, 1.0)
     """
     if game not in GAMES:
         raise ValueError(f"game must be one of {list(GAMES)}, got {game!r}; use 'membership' only when X_i is a membership bit.")
@@ -547,11 +604,17 @@ def replace_one_from_add_remove(profile: PrivacyProfile) -> PrivacyProfile:
     """The replace-one guarantee implied by ``profile`` read as an *add/remove* guarantee.
 
     Replacing a record is removing it and adding another, so by group privacy for two steps:
-    mu-GDP -> 2 mu-GDP (Dong, Roth, Su 2019, Thm 2.14); eps-DP -> 2 eps-DP;
+    mu-GDP -> 2 mu-GDP (Dong, Roth, Su 2019, arXiv:1905.02383, Thm 2.14); eps-DP -> 2 eps-DP;
     (eps, delta)-DP -> (2 eps, (1 + e^eps) delta)-DP; a Gaussian mechanism's add/remove L2
     sensitivity s -> 2 s (triangle inequality, exact). DP-SGD is re-accounted exactly
     (``DPSGD.replace_one``). Use it for a guarantee quoted under add/remove, e.g. ``GaussianDP(mu)``
     from a paper that counts neighbours by addition or removal.
+
+    Examples:
+        >>> replace_one_from_add_remove(GaussianDP(1.0)).mu, replace_one_from_add_remove(PureDP(1.0)).eps
+        (2.0, 2.0)
+        >>> replace_one_from_add_remove(ApproxDP(1.0, 1e-6))   # (2 eps, (1 + e^eps) delta)
+        ApproxDP(eps=2.0, delta=3.718281828459045e-06)
     """
     if isinstance(profile, DPSGD):
         return DPSGD(profile.noise_multiplier, profile.sample_rate, profile.steps, "add_remove",

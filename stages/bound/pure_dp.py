@@ -1,5 +1,8 @@
 """Bound box `pure_dp`: Theorem 3.1, the bound conditional on the release, for eps-DP mechanisms.
 
+Theorem 3.1 of Swanberg, Annamalai, Hayes, Balle, Smith, "A Unified Framework for Adversary-Aware Differential
+Privacy Bounds" (arXiv:2507.08158).
+
 Given the release a and the attack's actual guesses z = A(a), the number of attacked targets is
 dominated by a sum of Bernoulli(beta_i) with beta_i = e^eps / (e^eps - 1 + 1 / p_i) and
 p_i = Pr_{X ~ D_i}[l_i(X, z_i) = 1], so each trial has its own bound. The theorem record also gives
@@ -17,7 +20,17 @@ __all__ = ["PureDPBound"]
 
 
 def pure_epsilon(profile) -> float:
-    """The eps of an eps-DP profile (PureDP, or ApproxDP with delta = 0), raising for any other profile."""
+    """The eps of an eps-DP profile (PureDP, or ApproxDP with delta = 0), raising for any other profile.
+
+    Examples:
+        >>> from stages.bound import GaussianDP, PureDP
+        >>> pure_epsilon(PureDP(2.0))
+        2.0
+        >>> pure_epsilon(GaussianDP(1.0))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: bound=pure_dp needs an eps-DP mechanism (profile PureDP), got GaussianDP(mu=1.0); use bound=one_run ...
+    """
     eps = pure_epsilon_of(profile)
     if eps is None:
         raise ValueError(
@@ -28,7 +41,18 @@ def pure_epsilon(profile) -> float:
 
 
 class PureDPBound:
-    """pure_dp_count_bound(eps, p, confidence) with p the prior success of each trial's actual guesses."""
+    """pure_dp_count_bound(eps, p, confidence) with p the prior success of each trial's actual guesses.
+
+    Examples:
+        The theorem it applies, for 100 guesses of prior success 0.1 each under 1-DP: each target is attacked
+        with probability at most beta(1, 0.1), and the count is that Bernoulli sum's tail.
+
+        >>> from stages.bound import beta, pure_dp_count_bound
+        >>> round(float(beta(1.0, 0.1)), 4)
+        0.232
+        >>> pure_dp_count_bound(1.0, [0.1] * 100, [0.05, 0.5, 0.95])
+        array([16, 23, 30])
+    """
 
     name = "pure_dp"
 

@@ -26,8 +26,8 @@ DEFAULT_DELTA = 1e-5
 
 def judge_privacy(profile: Any, delta: float | None = None, *, stated_epsilon: float | None = None,
                   no_profile: str = "the mechanism has no privacy profile") -> tuple[Any, str | None]:
-    """The one rule for "is this mechanism private", used by every mechanism's `profile` (README, "When is a
-    game private"): (profile, None) when it is a privacy guarantee, (None, why not) when it is not.
+    """The one rule for "is this mechanism private", used by every mechanism's `profile` (docs/pages/running.md,
+    "When is a game private"): (profile, None) when it is a privacy guarantee, (None, why not) when it is not.
 
     A mechanism is private when it has a privacy profile and the profile's epsilon is finite and at most
     MAX_PRIVATE_EPSILON (ln of the largest double, about 709.78). That epsilon is, in this order: the epsilon

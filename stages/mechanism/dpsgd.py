@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from stages._bisect import NOISE_RTOL, smallest_noise
 from stages.bound import _validate
 from stages.bound.profiles import DPSGD as DPSGDProfile
 from stages.mechanism import check_records, gaussian_mu, judge_privacy
@@ -73,12 +74,13 @@ TRAINABLE = ("rows", "body")
 
 
 def calibrate_noise_multiplier(epsilon: float, delta: float, sample_rate: float, steps: int,
-                               neighboring: str = "replace_one", rtol: float = 1e-3) -> float:
+                               neighboring: str = "replace_one", rtol: float = NOISE_RTOL) -> float:
     """The smallest sigma (to rtol) whose DPSGD(sigma, sample_rate, steps, neighboring) profile is (epsilon, delta)-DP.
 
     At sample_rate 1 the profile is mu-GDP with mu = c sqrt(steps) / sigma (c = 2 replace-one, 1
     add/remove), so sigma = c sqrt(steps) / mu(epsilon, delta) in closed form; otherwise a bisection on
-    log sigma against the profile's own epsilon(delta) (the PLD accountant). The returned sigma is
+    log sigma against the profile's own epsilon(delta) (the PLD accountant), the noise calibration that
+    stages.bound's calibrate_noise shares (stages._bisect.smallest_noise, rtol NOISE_RTOL). The returned sigma is
     checked to satisfy the target. Every loop is bounded: an epsilon so large (about 1e5 and up at full
     batch) that the accountant cannot certify any sigma for it (its epsilon(delta) overflows), or so
     small that sigma overflows, is one ValueError naming epsilon, not a search that never ends.
@@ -123,20 +125,10 @@ def calibrate_noise_multiplier(epsilon: float, delta: float, sample_rate: float,
 
     if q >= 1.0:
         return full_batch_sigma()
-    # Subsampling only amplifies privacy, so the full-batch sigma meets the target: start below it.
+    # Subsampling only amplifies privacy, so the full-batch sigma meets the target: start an octave below it and
+    # go down at most to 1e-4 (log2(hi / 1e-4) halvings) before the bisection (a bounded number of steps)
     hi = full_batch_sigma()
-    lo = hi / 2
-    while epsilon_of(lo) <= eps and lo > 1e-4:  # halves down to 1e-4: at most log2(hi / 1e-4) steps
-        lo, hi = lo / 2, lo
-    for _ in range(_BISECTIONS):  # each step halves log(hi / lo): rtol is reached long before the cap
-        if hi / lo <= 1 + tol:
-            break
-        mid = math.sqrt(lo * hi)
-        if epsilon_of(mid) <= eps:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return smallest_noise(lambda sigma: epsilon_of(sigma) <= eps, hi / 2, hi, floor=1e-4, rtol=tol)
 
 
 def _side_by_side_setting(value: Any, clipping: str) -> str | int | bool:
@@ -156,10 +148,9 @@ def _side_by_side_setting(value: Any, clipping: str) -> str | int | bool:
     raise ValueError(f"side_by_side must be auto, false or a number of trials trained together (>= 1), got {value!r}.")
 
 
-#: Bounds of calibrate_noise_multiplier's loops: nudges of the closed form (1e-9 relative, doubling: up to a
-#: factor ~3 in all) and bisection steps (each halves log(hi / lo); 200 reach any rtol a float can hold).
+#: The bound of calibrate_noise_multiplier's nudges of the closed form (1e-9 relative, doubling: up to a factor ~3
+#: in all; its bisection is bounded by stages._bisect's).
 _NUDGES = 31
-_BISECTIONS = 200
 
 
 def opacus_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> float | None:

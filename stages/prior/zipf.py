@@ -15,6 +15,7 @@ import os
 import numpy as np
 from scipy import optimize, special
 
+from stages._bisect import smallest_true
 from stages.bound import _validate
 from stages.prior.base import Prior, data_path
 
@@ -223,14 +224,7 @@ def zipf_median_rank(domain_size, exponent: float) -> int:
     """The rank of a typical secret: the smallest r with Pr[rank <= r] >= 1/2 (bisection on H_r / H_N)."""
     n = _validate.integer("domain_size", domain_size, minimum=1)
     half = generalized_harmonic(n, exponent) / 2.0
-    lo, hi = 0, n  # H_lo < half <= H_hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if generalized_harmonic(mid, exponent) >= half:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return smallest_true(lambda r: generalized_harmonic(r, exponent) >= half, 0, n)  # H_0 = 0 < half <= H_n
 
 
 def zipf_exponent_interval(counts, level: float = 0.95) -> tuple[float, float, float]:
@@ -238,7 +232,7 @@ def zipf_exponent_interval(counts, level: float = 0.95) -> tuple[float, float, f
 
     Treats the counts as independent draws of a Zipf law truncated to the observed ranks 1..K and
     keeps every s whose log-likelihood is within chi2_1(level) / 2 of the maximum (Wilks). This is
-    the sampling uncertainty only; it says nothing about whether a Zipf law fits (see README).
+    the sampling uncertainty only; it says nothing about whether a Zipf law fits (see docs/pages/reproducing.md, "Zipf calibration").
     """
     from scipy import stats
 

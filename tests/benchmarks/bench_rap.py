@@ -12,7 +12,7 @@
   conditionals of 100 records (every unknown column's marginal + the joint MAP of the targets), for
   1 and 13 targets, against pgmpy's VariableElimination queried per record and per column (the
   per-variable route; pgmpy's joint map_query is not run: it builds the full joint of the targets).
-Prints a markdown table for the README.
+Prints a markdown table for the docs' Performance page (docs/pages/performance.md).
 """
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ hyperparameter setting of a (prior, epsilon)) and the validation of the jobs alr
 Measured on Figure llm's grid (experiment=llm_canaries: prior x eps x clip x lr, epochs {--epochs}, or the whole
 540-combination grid with --full): the sweeper's way (one composition per distinct configuration) against
 composing as Hydra's basic sweeper would without the cache (every combination, every repeated point and every
-job's validation composed again). Both list the same jobs (checked). Prints a markdown table for the README.
+job's validation composed again). Both list the same jobs (checked). Prints a markdown table for
+the docs' Performance page (docs/pages/performance.md).
 """
 from __future__ import annotations
 
@@ -29,11 +30,10 @@ def main() -> None:
     args = parser.parse_args()
 
     from hydra import compose, initialize_config_dir
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     import pipeline
-    from pipeline.sweeper import sweep_jobs
+    from pipeline.sweeper import combinations as sweep_combinations, sweep_jobs
 
     command = ["experiment=llm_canaries", *([] if args.full else [f"mechanism.epochs={args.epochs}"])]
     counts = {"cached": 0, "uncached": 0}
@@ -54,7 +54,7 @@ def main() -> None:
         cfg = compose("config", overrides=command, return_hydra_config=True)
         params = [f"{k}={v}" for k, v in (cfg.hydra.sweeper.get("params") or {}).items()]
         parser_ = OverridesParser.create()
-        (combinations,) = BasicSweeper.split_arguments(parser_.parse_overrides(params + command), None)
+        combinations = sweep_combinations(parser_.parse_overrides(params + command))
         results = {}
         for kind, memo in (("uncached", None), ("cached", {})):
             run = composer(kind, memo)

@@ -8,7 +8,8 @@ import pytest
 from scipy import stats
 
 from pipeline.cache import StageCache
-from pipeline.game import ConfigError, compute_metrics, play_trials, build_boxes, run_game
+from pipeline.game import ConfigError, compute_metrics, play_trials, build_boxes
+from pipeline.job import run_game
 
 REQUIRED_KEYS = {"n_targets", "trials", "attack_successes", "prior_successes", "bound", "privacy"}
 
@@ -71,9 +72,9 @@ def test_trials_are_played_as_algorithm_1(compose_config):
         X = boxes.prior.sample(np.random.default_rng(data_seed), boxes.prior.n_targets)
         a = boxes.mechanism.release(X, np.random.default_rng(mechanism_seed))
         z = boxes.attack.guess(a, boxes.prior, boxes.mechanism, boxes.metric)
-        assert played["attack_successes"][t] == boxes.metric.score(X, z).sum()
+        assert played.attack.successes[t] == boxes.metric.score(X, z).sum()
         z_star = boxes.prior.a_priori_guess(boxes.metric)
-        assert played["prior_successes"][t] == boxes.metric.score(X, z_star).sum()
+        assert played.prior_successes[t] == boxes.metric.score(X, z_star).sum()
 
 
 def _allowed_exceedances(trials: int, level: float = 0.05, false_alarm: float = 1e-3) -> int:
@@ -158,9 +159,9 @@ def test_trials_keep_no_per_target_arrays_unless_asked(compose_config, tmp_path)
     n, trials = 3000, 4
     small = (f"prior.n_targets={n}", f"trials={trials}", "bound=expected")
     metrics, played, _ = compute_metrics(compose_config(*small))
-    assert "guesses" not in played and "attack_prior_success" not in played
+    assert played.guesses is None and played.attack_prior_success is None and not played.per_target
     per_target_bytes = n * 8  # one float per target
-    assert sum(a.nbytes for a in played.values()) < per_target_bytes  # uniform prior: one group per trial
+    assert sum(a.nbytes for a in played.to_arrays().values()) < per_target_bytes  # uniform prior: one group per trial
     metrics_kept = run_game(compose_config(*small, "save_per_target=true"), tmp_path / "job")
     kept = np.load(tmp_path / "job" / "per_target" / "guesses.npy")
     assert kept.shape == (trials, n, 1)
@@ -195,11 +196,11 @@ def test_a_job_never_replaces_another_jobs_metrics(compose_config, tmp_path):
 def test_the_theorem_record_reads_every_trial_of_a_per_trial_law(compose_config):
     """With a law per trial the bound box bounds each trial on its own law; the theorem record's numbers over the
     trials (pure_dp's expected sum of beta_i) still average every trial, as for a fixed prior."""
-    from pipeline.game import bound_of, build_boxes, played_trials_of
+    from pipeline.game import bound_of, build_boxes
 
     cfg = compose_config("mechanism=randomized_response", "bound=pure_dp", "prior.n_targets=10", "trials=3")
     boxes = build_boxes(cfg)
-    summary = played_trials_of(play_trials(boxes, seed=0, trials=3))
+    summary = play_trials(boxes, seed=0, trials=3).attack.trials
     confidences = np.array([0.5, 0.95])
     fixed = bound_of(boxes, summary, confidences)
     per_trial = bound_of(boxes, summary, confidences, laws=[boxes.prior] * 3)

@@ -6,7 +6,8 @@ import json
 import pytest
 from clitools import SMALL, options
 
-from pipeline.game import BOX_GROUPS, run_job
+from pipeline.game import BOX_GROUPS
+from pipeline.job import run_job
 
 # Other choices an option needs to make sense (the default is prior=uniform, mechanism=gaussian,
 # attack=bayes_optimal, metric=exact, bound=one_run, logger=none).

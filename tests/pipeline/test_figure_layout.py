@@ -54,7 +54,7 @@ def _saved(saved, name: str):
 
 
 # ------------------------------------------------------------------------------------------------------------
-# figures/successes.png of a game job (pipeline.game.plot_successes)
+# figures/successes.png of a game job (pipeline.figures.plot_successes)
 
 def _game_metrics(*, trials=3, n=30, attacks=("bayes_optimal",), private=True, per_trial=False, theorem=SPLIT,
                   by_confidence=None, prior="uniform", mechanism="gaussian", attack="bayes_optimal", params=None,
@@ -105,7 +105,7 @@ SUCCESSES = {
 
 @pytest.mark.parametrize("case", sorted(SUCCESSES))
 def test_successes_figure(case, tmp_path):
-    from pipeline.game import plot_successes
+    from pipeline.figures import plot_successes
 
     metrics = SUCCESSES[case]
     with capture_figures() as saved:

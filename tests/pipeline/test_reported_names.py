@@ -11,7 +11,9 @@ import logging
 
 import pytest
 
-from pipeline.game import compute_metrics, plot_successes, run_game
+from pipeline.game import compute_metrics
+from pipeline.figures import plot_successes
+from pipeline.job import run_game
 from pipeline.report import _job_row, report_figure
 
 
@@ -31,10 +33,10 @@ def _plot(metrics, tmp_path, monkeypatch):
     """plot_successes' figure, kept open for inspection."""
     import matplotlib.pyplot as plt
 
-    import pipeline.game as game
+    import pipeline.figures as figures
 
     kept = {}
-    monkeypatch.setattr(game, "save_figure_atomic", lambda fig, path: kept.setdefault("fig", fig))
+    monkeypatch.setattr(figures, "save_figure_atomic", lambda fig, path: kept.setdefault("fig", fig))
     plot_successes(metrics, tmp_path / "f.png")
     fig = kept["fig"]
     text = _figure_text(fig)

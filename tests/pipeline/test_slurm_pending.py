@@ -14,8 +14,8 @@ import pytest
 from clitools import SMALL, cli_env, run_cli
 from test_launchers import _slurm_unreachable
 
-from pipeline.slurm_launcher import (Node, SlurmLauncher, classify_pending_reason, parse_sinfo_nodes,
-                                     request_misfit)
+from hydra_plugins.advbounds.launcher import SlurmLauncher
+from pipeline.slurm_launcher import Node, classify_pending_reason, parse_sinfo_nodes, request_misfit
 
 SWEEP = ("-m", "mechanism.epsilon=1,4", *SMALL, "hydra/launcher=slurm_local")
 
@@ -190,7 +190,7 @@ def _launcher(monkeypatch, queue, nodes=(), **settings):
     import pipeline.slurm_launcher as slurm_launcher
 
     monkeypatch.setattr(slurm_launcher, "pending_reasons", lambda ids: list(queue))
-    monkeypatch.setattr(slurm_launcher, "_cluster_nodes", lambda: list(nodes))
+    monkeypatch.setattr(slurm_launcher, "cluster_nodes", lambda: list(nodes))
     launcher = SlurmLauncher(**{"partition": "debug", "cpus_per_task": 1, "timeout_min": 99999, **settings})
     launcher._submitted = [type("Job", (), {"job_id": "7_0"})(), type("Job", (), {"job_id": "7_1"})()]
     return launcher

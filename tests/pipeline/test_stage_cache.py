@@ -15,7 +15,7 @@ import pytest
 
 import pipeline.game
 from pipeline.cache import StageCache, canonical_json, config_key, load_arrays, save_arrays
-from pipeline.game import run_game
+from pipeline.job import run_game
 
 
 def test_key_is_the_hash_of_the_canonical_config():

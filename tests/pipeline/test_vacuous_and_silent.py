@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from clitools import SMALL, run_cli
 
-from pipeline.game import run_game, unusable_warning
+from pipeline.game import unusable_warning
+from pipeline.job import run_game
 
 
 def _one_error(result, *needles: str) -> str:
@@ -64,7 +65,7 @@ def test_a_diverged_training_warns_on_the_console_the_figure_and_in_metrics(comp
                                                                             monkeypatch):
     """Was: learning_rate=1e30 made every canary unusable, the attack equalled the prior and only
     metrics.json's observed.unusable_canaries said so. A stand-in attack reports every canary unusable."""
-    import pipeline.game as game
+    import pipeline.figures as figures
     from stages.attack.bayes_optimal import BayesOptimalAttack
 
     monkeypatch.setattr(BayesOptimalAttack, "observed", lambda self: {"unusable_canaries": 10}, raising=False)
@@ -73,7 +74,7 @@ def test_a_diverged_training_warns_on_the_console_the_figure_and_in_metrics(comp
     def keep_texts(fig, path):
         texts.extend(t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text")))
 
-    monkeypatch.setattr(game, "save_figure_atomic", keep_texts)
+    monkeypatch.setattr(figures, "save_figure_atomic", keep_texts)
     with caplog.at_level(logging.INFO, logger="pipeline.game"):
         metrics = run_game(compose_config("prior.n_targets=10", "trials=3"), tmp_path / "job")
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from pipeline.game import ConfigError, run_job
+from pipeline.game import ConfigError
+from pipeline.job import run_job
 from wandb_offline import read_offline_run
 
 CHOICES = {"prior": "zipf", "mechanism": "gaussian", "attack": "bayes_optimal", "metric": "exact", "bound": "one_run"}

@@ -156,7 +156,7 @@ def test_bad_input_is_one_sentence_and_no_output(override, message, compose, tmp
 def test_a_point_of_a_figure_is_one_game(compose, tmp_path):
     """Issue 15: the tabular boxes play in the one game; a figure's point is that game with the point's
     overrides, with the same numbers (the figure only lists points and reads the game's metrics)."""
-    from pipeline.game import run_job
+    from pipeline.job import run_job
 
     overrides = ("prior.n_records=30", "attack.steps=150", "trials=2")
     *_, rows = play_figure(compose, tmp_path / "sweep", ["experiment=tabular_single_column", *overrides,
@@ -175,7 +175,7 @@ def test_a_point_of_a_figure_is_one_game(compose, tmp_path):
 
 
 def test_multi_column_point_needs_its_known_columns(compose, tmp_path):
-    from pipeline.game import run_game
+    from pipeline.job import run_game
 
     with pytest.raises(ConfigError, match=r"prior.known must name the known columns .* -m experiment=tabular_multi"):
         run_game(compose("experiment=tabular_multi_column", *SMALL), tmp_path / "job")

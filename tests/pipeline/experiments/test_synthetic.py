@@ -195,14 +195,14 @@ def test_rr_tightness_matches_the_proposition(compose, tmp_path):
 def test_rr_tightness_bound_empirical_is_the_played_trials(compose):
     """bound_empirical: sum_i beta(eps, p_i) over the prior successes p_i of the attack's guesses, averaged over
     the trials, recomputed here from the game's played trials (what the task computed before it was a figure)."""
-    from pipeline.game import compute_metrics, played_trials_of
+    from pipeline.game import compute_metrics
     from stages.bound.theorems import beta
 
     (job,) = figure_jobs(compose, ["experiment=rr_tightness", *SMALL["rr_tightness"], "prior.exponent=1",
                                    "mechanism.epsilon=0.5"])
     cfg = compose(*job)
     metrics, played, _ = compute_metrics(cfg)
-    grouped = played_trials_of(played)
+    grouped = played.attack.trials
     want = np.mean([np.sum(c * beta(0.5, v)) for v, c in map(grouped.groups, range(len(grouped)))])
     (row,) = synthetic.RRTightness().rows(cfg, metrics)
     assert metrics["bound_theorem"]["expected_trials"] == 20
@@ -218,7 +218,7 @@ def test_rr_tightness_bound_empirical_is_the_played_trials(compose):
     ("idealized_gaussian", "confidences=[0.5]", r"^confidences must include 0\.95 for idealized_gaussian"),
 ])
 def test_figure_refuses_a_game_it_cannot_read(name, override, message, compose, tmp_path):
-    from pipeline.game import run_game
+    from pipeline.job import run_game
 
     cfg = compose(f"experiment={name}", *SMALL[name], override)
     with pytest.raises(ConfigError, match=message):

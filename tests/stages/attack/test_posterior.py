@@ -110,7 +110,8 @@ def test_tabular_epsilon_plays_the_posterior_attack(compose_config, tmp_path):
 ])
 def test_attack_posterior_refuses_bad_values_in_one_sentence(override, message, compose_config, tmp_path):
     """conf/attack/posterior.yaml: a bad value is refused naming the key, before any trial, with no output."""
-    from pipeline.game import ConfigError, run_job
+    from pipeline.game import ConfigError
+    from pipeline.job import run_job
 
     cfg = compose_config("prior=baynet", "mechanism=noisy_marginals", "attack=posterior", "prior.n_records=20",
                          "trials=1", override)

@@ -1,12 +1,12 @@
 """count_bound's fast path for large n (issue 13 item 7) and the pieces it is made of.
 
-* _budget_value (the split theorem's min over J, found by a bracketed test on suffix sums) against
+* search.budget_value (the split theorem's min over J, found by a bracketed test on suffix sums) against
   the brute-force minimum over every J, on exact, trimmed and normal-approximation tails;
 * smallest_passing (interpolation search over v) against a scan over every v;
 * budget_weights' direct formula against the log-space one;
 * the wide convolution tree (leaves of 15, FFT from width 16, used from tails._WIDE_FROM Bernoullis):
   its tails are upper bounds on the narrow tree's and within 1e-6 of them;
-* _count_fast (search on the normal approximation, one exact certification per count): never below
+* search._count_fast (search on the normal approximation, one exact certification per count): never below
   the exact search's count (every count is certified) and at most one target above it, on random
   priors at n = 2e4 - 5e4; the counts it returns pass tail_bound.
 """
@@ -15,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stages.bound import tails
+from stages.bound import search, tails
 from stages.bound import theorems as T
+from stages.bound.priors import beta_unchecked
 from stages.bound.profiles import DPSGD, GaussianDP
 
 
@@ -31,7 +32,7 @@ def brute_budget_value(tail: tails.Tail, v: int, m: float) -> float:
 def check_budget(tail: tails.Tail, vs, ms) -> None:
     for v in vs:
         for m in ms:
-            got, want = T._budget_value(tail, int(v), m), brute_budget_value(tail, int(v), m)
+            got, want = search.budget_value(tail, int(v), m), brute_budget_value(tail, int(v), m)
             # every J gives a valid bound, so the value may never be below the minimum (up to rounding)
             assert got >= want * (1 - 1e-12), (v, m, got, want)
             assert got <= want * (1 + 1e-9) + 1e-300, (v, m, got, want)
@@ -53,7 +54,7 @@ def test_budget_value_matches_brute_force_on_normal_tails(seed):
         n = int(rng.integers(50, 50000))
         mean = float(rng.uniform(0, n))
         var = float(rng.uniform(1e-3, mean * (1 - mean / n) + 1e-3))
-        tail = T._normal_tail(mean, var, n)
+        tail = search._normal_tail(mean, var, n)
         sd = var ** 0.5
         vs = list(rng.integers(max(0, int(mean - 15 * sd)), min(n + 2, int(mean + 15 * sd) + 2), 5)) + [0, n + 1]
         check_budget(tail, vs, (1e-9, 0.05, 0.7, 3.0, float(rng.uniform(0, 500))))
@@ -67,7 +68,7 @@ def test_budget_value_warm_start_does_not_change_values():
         tail = d.tail()
         for v in rng.permutation(np.arange(0, 900, 7)):
             for m in (0.01, 2.0, 40.0):
-                got = T._budget_value(tail, int(v), m, hint)
+                got = search.budget_value(tail, int(v), m, hint)
                 want = brute_budget_value(tail, int(v), m)
                 assert want * (1 - 1e-12) <= got <= want * (1 + 1e-9) + 1e-300
 
@@ -89,7 +90,7 @@ def test_wide_tree_tails_are_upper_bounds(monkeypatch):
     """From _WIDE_FROM Bernoullis the tree uses FFTs from width 16: its tails (with the round-off bound
     added) stay above the narrow tree's and within 1e-6 of them."""
     rng = np.random.default_rng(3)
-    beta = T._beta_unchecked(1.3, rng.beta(0.5, 5.0, 40000))
+    beta = beta_unchecked(1.3, rng.beta(0.5, 5.0, 40000))
     assert len(beta) >= tails._WIDE_FROM
     wide = tails.distribution(beta).sf_all()
     monkeypatch.setattr(tails, "_WIDE_FROM", 10**12)
@@ -122,9 +123,10 @@ def test_fast_count_is_within_one_target_of_exact(monkeypatch, n, kind, which):
     p = priors(kind, n, np.random.default_rng(n))
     profile = PROFILES[which]
     confs = [0.05, 0.5, 0.95]
-    assert n >= T._FAST_FROM
+    assert n >= search._FAST_FROM
     fast = T.count_bound(profile, p, confs)
-    monkeypatch.setattr(T, "_FAST_FROM", 10**18)
+    monkeypatch.setattr(search, "_FAST_FROM", 10**18)
+    monkeypatch.setattr(T, "_COUNTS_MEMO", {})  # else the memo hands back the fast counts
     exact = T.count_bound(profile, p, confs)
     assert np.all(fast >= exact) and np.all(fast <= exact + 1), (fast, exact)
 
@@ -142,7 +144,7 @@ def test_smallest_passing_matches_a_scan_over_v(approximate):
     """smallest_passing (interpolation search on log B, with or without a hint) = the first v with B <= t."""
     rng = np.random.default_rng(5)
     for n in (5, 60, 700):
-        run = T._OneRun(GaussianDP(float(rng.uniform(0.3, 3.0))), T.Priors.of(rng.beta(0.5, 3.0, n)), approximate=approximate)
+        run = search.OneRun(GaussianDP(float(rng.uniform(0.3, 3.0))), T.Priors.of(rng.beta(0.5, 3.0, n)), approximate=approximate)
         for eps in rng.uniform(0.0, 5.0, 3):
             values = np.array([run.objective(eps, v) for v in range(n + 2)])
             for t in (1e-9, 0.05, 0.5, 0.95):

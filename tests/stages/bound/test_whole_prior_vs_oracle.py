@@ -29,7 +29,8 @@ import lp_oracle as L
 from stages.bound import count_bound, success_bound, tail_bound
 from stages.bound import whole_prior as W
 from stages.bound.profiles import ApproxDP, GaussianDP, PureDP
-from stages.bound.theorems import _whole_prior_tail, count_bounds
+from stages.bound.search import whole_prior_tail
+from stages.bound.theorems import count_bounds
 
 GRID = L.whole_prior_grid()
 #: How far a certified library value may sit below the exact LP optimum (the LP is solved to 1e-10).
@@ -210,7 +211,7 @@ def test_two_targets_never_below_the_exact_lp(case):
     worst = L.oracle_value(case)
     default = tail_bound(profile, None, v, distributions=dists)
     assert default >= worst - TOL, (case["name"], default, worst)
-    alone, _ = _whole_prior_tail(profile, W.Distributions.of(dists), v)  # Theorem 3 on its own
+    alone, _ = whole_prior_tail(profile, W.Distributions.of(dists), v)  # Theorem 3 on its own
     assert alone >= worst - TOL, (case["name"], alone, worst)
     _report("tail n=2", case, default, worst)
     if v != 1:
@@ -259,7 +260,7 @@ def test_gdp_two_targets_above_certified_mechanisms(case):
     profile, dists, v = profile_of(case), dists_of(case), case["v"]
     mech = certified_success(case)
     default = tail_bound(profile, None, v, distributions=dists)
-    alone, _ = _whole_prior_tail(profile, W.Distributions.of(dists), v)
+    alone, _ = whole_prior_tail(profile, W.Distributions.of(dists), v)
     assert min(default, alone) >= mech - MECH_TOL, (case["name"], default, alone, mech)
     _report("GDP n=2 vs relax.", case, default, L.oracle_value(case))
     if v == 1:

@@ -1,0 +1,179 @@
+"""The targets' prior successes and what one eps makes of them: the n priors grouped (``Priors``), Theorem 3.1's
+posterior cap ``beta``, the law of S*_eps = sum_i Bern(beta(eps, p_i)) (``pure_tail``) and the split theorem's
+per-target budget weights (``budget_weights``).
+
+The theorems (``theorems``) and their searches over eps (``search``) both build on these; ``theorems`` re-exports
+the public names. Notation of Swanberg, Annamalai, Hayes, Balle, Smith, "A Unified Framework for Adversary-Aware
+Differential Privacy Bounds" (arXiv:2507.08158) and stages/bound/THEORY.md.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import special
+
+from . import _validate
+from .tails import Tail, distribution_grouped
+
+
+def beta(eps, p):
+    """Theorem 3.1's posterior cap: beta = e^eps / (e^eps - 1 + 1/p), with p = 0 -> 0, p = 1 -> 1.
+
+    Computed as expit(eps + logit(p)), exact in the tails (no overflow for eps up to inf).
+    """
+    e = _validate.epsilon("eps", eps)
+    q = _validate.probability("p", p)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = special.expit(e + special.logit(q))
+    out = np.where(q == 0.0, 0.0, np.where(q == 1.0, 1.0, out))
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def beta_unchecked(eps: float, p: np.ndarray) -> np.ndarray:
+    """``beta`` without argument checks, for the searches' inner loops (eps a float, p a validated array)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = special.expit(eps + special.logit(p))
+    return np.where(p == 0.0, 0.0, np.where(p == 1.0, 1.0, out))
+
+
+def _priors(p) -> np.ndarray:
+    arr = _validate.probability("p", p)
+    arr = np.atleast_1d(arr).ravel()
+    if arr.size == 0:
+        raise ValueError("p must hold at least one prior success probability, got an empty array.")
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class Priors:
+    """n targets' prior successes, grouped: ``counts[g]`` targets have prior success ``values[g]``.
+
+    Every theorem here is a law of sum_i Bern(beta(eps, p_i)) and a budget linear in per-target
+    weights, symmetric in the targets, so the groups are a sufficient statistic: each theorem takes a
+    Priors wherever it takes the per-target prior successes ``p`` (shape (n,)), with the same result
+    (an array is grouped once, ``Priors.of``). With few distinct values this skips all O(n) work.
+
+    ``values`` come out distinct and ascending (duplicates are merged, zero counts dropped).
+    ``collision[g]`` (None: unknown) is the mean collision probability sum_x D_i(x)^2 over group g's
+    targets, which only set-valued success uses (the weights are linear in 1 - c_i, so the mean
+    is all they need); a theorem given a Priors reads the collision probabilities from it, and
+    refuses a second ``collision=`` argument.
+    """
+
+    values: np.ndarray
+    counts: np.ndarray
+    collision: np.ndarray | None = None
+    n: int = field(init=False)
+
+    def __post_init__(self):
+        values = _validate.probability("p", self.values)
+        if values.ndim != 1:
+            raise ValueError(f"p must be a 1-d array of distinct prior success values, got shape {values.shape}.")
+        counts = np.asarray(self.counts)
+        if counts.shape != values.shape or not np.issubdtype(counts.dtype, np.number) or np.any(
+                ~np.isfinite(counts) | (counts < 0) | (counts != np.round(counts))):
+            raise ValueError(f"counts must be integers >= 0, one per value of p (shape {values.shape}), got {self.counts!r}.")
+        counts = counts.astype(np.int64)
+        collision = None
+        if self.collision is not None:
+            collision = np.array(np.broadcast_to(_validate.probability("collision", self.collision), values.shape),
+                                 dtype=float)
+        if not np.all(counts > 0):
+            keep = counts > 0
+            values, counts = values[keep], counts[keep]
+            collision = None if collision is None else collision[keep]
+        if collision is not None:
+            _check_collision(collision, values)
+        if values.size > 1 and not np.all(values[1:] > values[:-1]):  # merge equal values (sorted)
+            values, inverse = np.unique(values, return_inverse=True)
+            merged = np.bincount(inverse, weights=counts, minlength=len(values)).astype(np.int64)
+            if collision is not None:
+                collision = np.bincount(inverse, weights=counts * collision, minlength=len(values)) / merged
+            counts = merged
+        n = int(np.sum(counts))
+        if n < 1:
+            raise ValueError("p must hold at least one prior success probability, got no targets (counts sum to 0).")
+        self._set(values, counts, collision, n)
+
+    def _set(self, values: np.ndarray, counts: np.ndarray, collision, n: int) -> None:
+        for name, value in (("values", values), ("counts", counts), ("collision", collision), ("n", n)):
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def _unchecked(cls, values: np.ndarray, counts: np.ndarray, collision=None) -> "Priors":
+        """From np.unique's output on validated priors (distinct ascending values, int64 counts >= 1): no
+        second pass over them (n = 1e6 distinct priors would pay ~13 ms for it)."""
+        out = object.__new__(cls)
+        out._set(values, counts.astype(np.int64, copy=False), collision, int(np.sum(counts)))
+        return out
+
+    @classmethod
+    def of(cls, p, collision=None) -> "Priors":
+        """The per-target prior successes p (n,) grouped, with each group's mean collision probability
+        from the per-target (or one shared) ``collision``, None if unknown."""
+        q = _priors(p)
+        if collision is None:
+            return cls._unchecked(*np.unique(q, return_counts=True))
+        c = _validate.probability("collision", collision)
+        if c.ndim > 1 or c.size not in (1, q.size):
+            raise ValueError(f"collision must be one probability or one per target (shape ({q.size},)), "
+                             f"got shape {c.shape}.")
+        _check_collision(np.broadcast_to(c.ravel(), q.shape), q)
+        values, inverse, counts = np.unique(q, return_inverse=True, return_counts=True)
+        sums = np.bincount(inverse.ravel(), weights=np.broadcast_to(c.ravel(), q.shape), minlength=len(values))
+        return cls._unchecked(values, counts, np.minimum(sums / counts, 1.0))
+
+    def numerator_sums(self, set_valued: bool) -> np.ndarray:
+        """The split theorem's weight numerators summed over each group: count (1 - p) for one exact
+        guess, count (1 - c) for set-valued success (count with c unknown), 0 where p = 0 (no success
+        set of a p = 0 target has prior mass, so none has posterior mass: no extra successes)."""
+        if not set_valued:
+            sums = self.counts * (1.0 - self.values)
+        elif self.collision is None:
+            sums = self.counts.astype(float)
+        else:
+            sums = self.counts * (1.0 - self.collision)
+        return np.where(self.values == 0.0, 0.0, sums)
+
+
+def _check_collision(collision: np.ndarray, p: np.ndarray) -> None:
+    """Refuse a collision probability above p: c = sum_x pi(x)^2 <= max_x pi(x) <= p for every prior and every
+    success family (a target the attack abstains on, p = 0, keeps its prior's c: its weight is 0 anyway)."""
+    above = (collision > p * (1.0 + 1e-9) + 1e-15) & (p > 0)
+    if np.any(above):
+        i = int(np.flatnonzero(above)[0])
+        raise ValueError(f"collision must be at most p for every target (sum_x pi(x)^2 <= max_x pi(x) <= p for any "
+                         f"prior), got collision {float(collision[i])!r} > p = {float(p[i])!r} at index {i}; pass the "
+                         "prior's own collision probability, or None (0, valid for every prior).")
+
+
+def grouped(p, collision=None) -> Priors:
+    """p as Priors: a Priors as it is (its own collision probabilities), per-target arrays grouped once."""
+    if isinstance(p, Priors):
+        if collision is not None:
+            raise ValueError("collision must be None when p is a Priors (a Priors carries its groups' collision "
+                             f"probabilities), got {collision!r}; give it as Priors(values, counts, collision).")
+        return p
+    return Priors.of(p, collision)
+
+
+def pure_tail(eps: float, priors: Priors) -> Tail:
+    """The tail of sum_i Bern(beta(eps, p_i)) (Theorem 3.1), from the groups of the priors."""
+    return distribution_grouped(beta_unchecked(eps, priors.values), priors.counts).tail()
+
+
+def budget_weights(eps: float, p: np.ndarray, numerator: np.ndarray) -> np.ndarray:
+    """w_i(eps) = numerator_i / (e^eps p_i + 1 - p_i), computed in log space (no overflow at any eps).
+
+    The split theorem's per-target share of delta(eps) (stages/bound/THEORY.md, Lemma 2): numerator
+    1 - p_i for one exact guess (then w_i = 1 - beta_i), 1 - c_i for set-valued success with c_i the
+    collision probability sum_x D_i(x)^2 of target i's prior (0 when unknown, the safe side).
+    """
+    p = np.asarray(p, dtype=float)
+    if np.ndim(eps) == 0 and 0.0 <= eps <= 700.0:  # e^eps is finite: 1 + p (e^eps - 1), a sum of non-negatives
+        return np.asarray(numerator, dtype=float) / (1.0 + p * math.expm1(float(eps)))
+    with np.errstate(divide="ignore"):
+        log_den = np.logaddexp(eps + np.log(p), np.log1p(-p))
+    return np.asarray(numerator, dtype=float) * np.exp(-log_den)
