@@ -557,12 +557,12 @@ class DPSGD(PrivacyLossProfile):
 
 
 def pure_epsilon_of(profile) -> float | None:
-    """eps of an eps-DP profile (PureDP, or ApproxDP with delta = 0) where the theorems use Theorem 3.1, else None.
+    """eps of an eps-DP profile, where the theorems use Theorem 3.1, else None.
 
     The one answer to "do the bounds treat this profile as eps-DP?", asked by the theorems, their searches and the
-    bound boxes alike. ``PrivacyProfile.pure_epsilon`` answers what the guarantee is (the game reports epsilon at
-    delta = 0 from it, best_bound's ReRo takes its eps-DP corollary from it); the two agree on every profile but
-    the eps-DP profiles of other classes (composed Laplace events), which keep the theorems of their whole curve.
+    bound boxes alike: the profile's own ``pure_epsilon`` (PureDP, ApproxDP with delta = 0, and the eps-DP profiles
+    an accountant gives, e.g. composed Laplace events through ``from_dp_event``), the same number the game reports
+    as its epsilon at delta = 0 and best_bound's ReRo takes its eps-DP corollary from.
 
     For such a profile every bound uses Theorem 3.1 (``theorems.pure_dp_tail``: Bern(beta_i(eps)) dominance,
     the posterior argument) at the profile's own eps, never the (eps', delta(eps')) points of its curve
@@ -571,7 +571,7 @@ def pure_epsilon_of(profile) -> float | None:
     values with Pr[S | x] proportional to e^eps if x in S, else 1, and guess S: e.g. eps = 1, p = 0.9
     attains 0.96073 while the eps' scan gave 0.94621). Theorem 3.1 holds for every success metric.
     """
-    return profile.pure_epsilon() if isinstance(profile, ApproxDP) else None
+    return profile.pure_epsilon()
 
 
 #: The attack games the theorems cover, by what the secret X_i of target i is.

@@ -291,11 +291,12 @@ class ExcessCurve:
         if q >= 1.0:
             return 0.0
         if q not in self._cache or (fine and q not in self._fine):
-            value = self._solve(q, fine)
             if 0.0 < q <= 1.0 / self._support:
                 # below 1/|support| the best guess's posterior (>= 1/|support|) is never under q, so
-                # phi(q) = sup E[rho*] - q = phi(0) - q exactly (THEORY.md section 8)
-                value = min(value, self(0.0) - q)
+                # phi(q) = sup E[rho*] - q = phi(0) - q exactly (THEORY.md section 8): no LP at q
+                value = self(0.0, fine) - q
+            else:
+                value = self._solve(q, fine)
             self._cache[q] = min(value, self._cache.get(q, 1.0))
             if fine:
                 self._fine.add(q)
@@ -540,7 +541,7 @@ def budgets(profile: PrivacyProfile, dists: Distributions, t: float, exact: bool
     ``exact=False`` reads phi from the chords between solved points (``ExcessCurve.upper``, also valid)."""
     p = dists.p
     q = thresholds(t, p)
-    phi = np.array([excess_curve(profile, s)(qq) if exact else excess_curve(profile, s).upper(qq)
+    phi = np.array([excess_curve(profile, s)(qq, fine=False) if exact else excess_curve(profile, s).upper(qq)
                     for s, qq in zip(dists.shapes, q)])
     if t >= 0 and np.isfinite(t):
         d = profile.delta_upper(float(t))
