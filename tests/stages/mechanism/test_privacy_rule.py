@@ -17,6 +17,7 @@ from stages.bound.profiles import GaussianDP, PureDP
 from stages.mechanism import MAX_PRIVATE_EPSILON, judge_privacy
 from stages.mechanism.dpsgd import DPSGDFineTuning
 from stages.mechanism.gaussian import GaussianMechanism
+from stages.mechanism.laplace import LaplaceMechanism
 from stages.mechanism.noisy_marginals import NoisyMarginals
 from stages.mechanism.randomized_response import RandomizedResponse
 
@@ -26,6 +27,7 @@ INF = math.inf
 BUILD = {
     "randomized_response": lambda eps: RandomizedResponse(epsilon=eps),
     "gaussian": lambda eps: GaussianMechanism(epsilon=eps),
+    "laplace": lambda eps: LaplaceMechanism(epsilon=eps, releases=3),
     "noisy_marginals": lambda eps: NoisyMarginals(epsilon=eps),
     "dpsgd": lambda eps: DPSGDFineTuning(None, epsilon=eps, n_targets=100),
 }
