@@ -123,7 +123,7 @@ def smallest_noise(ok: Callable[[float], bool], lo: float, hi: float, *, floor: 
     sigma tried (to rtol).
 
     >>> sigma = smallest_noise(lambda s: 1.0 / s <= 0.5, 1.0, 4.0, floor=1e-6)
-    >>> 2.0 <= sigma <= 2.0 * (1 + 1e-4)
+    >>> 2.0 <= sigma <= 2.0 * (1 + NOISE_RTOL)
     True
     """
     while ok(lo) and lo > floor:

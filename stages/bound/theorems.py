@@ -194,10 +194,8 @@ def tail_bound(profile, p=None, v=None, *, distributions=None, return_eps: bool 
     # Theorem 3.1 needs no collision
     g, dists = _targets_priors(p, distributions, set_valued, collision if pure is None else None)
     v = _validate.integer("v", v)
-    if v <= 0:
-        return (1.0, 0.0) if return_eps else 1.0
-    if v > g.n:
-        return (0.0, 0.0) if return_eps else 0.0
+    if v <= 0 or v > g.n:
+        return _trivial_tail(v, return_eps)
     value, best = _split_tail(profile, g, v, pure, set_valued, rtol)
     if dists is not None:
         whole, t = whole_prior_tail(profile, dists, v)
@@ -222,12 +220,16 @@ def split_tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1
     pure = pure_epsilon_of(profile)
     g = grouped(p, collision if set_valued and pure is None else None)
     v = _validate.integer("v", v)
-    if v <= 0:
-        return (1.0, 0.0) if return_eps else 1.0
-    if v > g.n:
-        return (0.0, 0.0) if return_eps else 0.0
+    if v <= 0 or v > g.n:
+        return _trivial_tail(v, return_eps)
     value, best = _split_tail(profile, g, v, pure, set_valued, rtol)
     return (value, best) if return_eps else value
+
+
+def _trivial_tail(v: int, return_eps: bool):
+    """Pr[successes >= v] where no theorem is needed: 1 for v <= 0, 0 for v > n (eps 0)."""
+    value = 1.0 if v <= 0 else 0.0
+    return (value, 0.0) if return_eps else value
 
 
 def _split_tail(profile, g: Priors, v: int, pure, set_valued: bool, rtol: float) -> tuple[float, float]:

@@ -377,28 +377,14 @@ class ExcessCurve:
             self._envelope = (points, np.minimum(values, 1.0))
         return self._envelope
 
-    def _objective_and_rows(self, q: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(probs, multiplicities, linprog's cost vector c, the coupling rows P_g - y_g + sum_h m_h y_h <= 1)
-        for variables x = (P_1..P_G, y_1..y_G) in [0, 1] (linprog minimises c.x)."""
-        pi, m = self.shape.probs, self.shape.mult.astype(float)
-        G = pi.size
-        c = -np.concatenate([m * (1.0 - q) * pi, -m * q * (1.0 - pi)])
-        return pi, m, c, np.hstack([np.eye(G), np.tile(m, (G, 1)) - np.eye(G)])
-
-    @staticmethod
-    def _certified(res, c: np.ndarray, A: np.ndarray, b: np.ndarray) -> tuple[float, np.ndarray]:
-        """(the dual certificate of linprog's solution: lam.b - sum(min(0, reduced costs)), >= the LP's maximum
-        whatever the solver's tolerances; the row multipliers lam >= 0)."""
-        if res.status != 0:  # pragma: no cover - the LP is always feasible (x = 0) and bounded
-            raise RuntimeError(f"the whole-prior LP failed: {res.message}")
-        lam = np.maximum(0.0, -np.asarray(res.ineqlin.marginals))
-        reduced = c + A.T @ lam
-        return float(lam @ b - np.sum(np.minimum(0.0, reduced))), lam
-
     def _solve(self, q: float, fine: bool = True) -> float:
         """The relaxation by cutting planes over the grid's lines, then (fine) tangent lines at continuous eps."""
-        pi, m, c, row_block = self._objective_and_rows(q)
+        pi, m = self.shape.probs, self.shape.mult.astype(float)
         G = pi.size
+        # variables x = (P_1..P_G, y_1..y_G) in [0, 1]; linprog minimises c.x
+        c = -np.concatenate([m * (1.0 - q) * pi, -m * q * (1.0 - pi)])
+        # rows: P_g - y_g + sum_h m_h y_h <= 1
+        row_block = np.hstack([np.eye(G), np.tile(m, (G, 1)) - np.eye(G)])
         value = 1.0
         polish = _POLISH_ROUNDS if (fine and G <= _POLISH_GROUPS) else 0
         for _ in range(_CUT_ROUNDS + polish):
@@ -412,8 +398,12 @@ class ExcessCurve:
             A = np.vstack([row_block, A_lines])
             b = np.concatenate([np.ones(G), self._all_c[lines]])
             res = optimize.linprog(c, A_ub=A, b_ub=b, bounds=(0.0, 1.0), method="highs")
-            certified, lam = self._certified(res, c, A, b)
+            if res.status != 0:  # pragma: no cover - the LP is always feasible (x = 0) and bounded
+                raise RuntimeError(f"the whole-prior LP failed: {res.message}")
+            lam = np.maximum(0.0, -np.asarray(res.ineqlin.marginals))
             rows_nu = lam[:G] / np.maximum(m, 1.0)  # per row of each group
+            reduced = c + A.T @ lam
+            certified = float(lam @ b - np.sum(np.minimum(0.0, reduced)))  # >= the LP's maximum
             value = min(value, certified)
             P, y = res.x[:G], res.x[G:]
             # the most violated line at each group's P (cutting planes)
@@ -538,7 +528,9 @@ def thresholds(t: float, p: np.ndarray) -> np.ndarray:
 def budgets(profile: PrivacyProfile, dists: Distributions, t: float, exact: bool = True) -> np.ndarray:
     """Per group, a bound on E[(rho - q(t))_+]: the relaxation's phi(q), and for t >= 0 also Lemma 2's
     delta(t) (1 - beta(t, p)) (the split theorem's budget at eps = t, valid at threshold beta(t, p)).
-    ``exact=False`` reads phi from the chords between solved points (``ExcessCurve.upper``, also valid)."""
+    ``exact=True`` solves phi at q(t) over the profile's grid of lines (without the tangents at continuous eps,
+    which only the one-target worst case adds); ``exact=False`` reads it from the chords and dual bounds between
+    solved points (``ExcessCurve.upper``). Every value is a valid bound."""
     p = dists.p
     q = thresholds(t, p)
     phi = np.array([excess_curve(profile, s)(qq, fine=False) if exact else excess_curve(profile, s).upper(qq)

@@ -540,6 +540,26 @@ def _body_parameters(body) -> list:
     return out
 
 
+def _store_layer_sums(sums: dict, members: list, weights, biases) -> None:
+    """Record a shape group's clipped sums under their parameters: member j's weight gets weights[j] and its bias
+    (if it has one) biases[j] (one trial's sums, or every trial's stacked)."""
+    for position, layer in enumerate(members):
+        sums[id(layer.weight)] = weights[position]
+        if getattr(layer, "bias", None) is not None:
+            sums[id(layer.bias)] = biases[position]
+
+
+def _sums_in_order(module, sums: dict, what: str) -> list:
+    """The clipped sums in the order of module.trained_parameters() (each in its parameter's dtype)."""
+    out = []
+    for p in module.trained_parameters():
+        if id(p) not in sums:
+            raise RuntimeError(f"{what} has no per-example gradient for a trained parameter of shape "
+                               f"{tuple(p.shape)}; this is a bug.")
+        out.append(sums[id(p)].to(p.dtype))
+    return out
+
+
 def _free_memory(device) -> int | None:
     """Bytes still free for tensors on `device`: the GPU's free memory on CUDA, else stages.resources.available_memory."""
     import torch
@@ -985,18 +1005,8 @@ class DPSGDFineTuning:
             else:  # per-example weight gradients [L, B, H], clipped and summed
                 weights = (part * factor[None, :, None]).sum(1)
             biases = oc.sum(1)
-            for position, m in enumerate(members):
-                layer = layers[m][0]
-                sums[id(layer.weight)] = weights[position]
-                if getattr(layer, "bias", None) is not None:
-                    sums[id(layer.bias)] = biases[position]
-        out = []
-        for p in module.trained_parameters():
-            if id(p) not in sums:
-                raise RuntimeError(f"clipping=fast has no per-example gradient for a trained parameter of shape "
-                                   f"{tuple(p.shape)}; this is a bug.")
-            out.append(sums[id(p)].to(p.dtype))
-        return out
+            _store_layer_sums(sums, [layers[m][0] for m in members], weights, biases)
+        return _sums_in_order(module, sums, "clipping=fast")
 
     def _step_nonprivate(self, module, prefix, secret) -> None:
         """Plain SGD on the mean loss of the batch (the non-private baseline of the benchmark)."""
@@ -1329,18 +1339,8 @@ class DPSGDFineTuning:
             else:
                 weights = (part * factor[None, :, None]).reshape(count, trials, rows, -1).sum(2)
             biases = oc.reshape(count, trials, rows, -1).sum(2)
-            for position, m in enumerate(members):
-                layer = layers[m][0]
-                sums[id(layer.weight)] = weights[position]
-                if getattr(layer, "bias", None) is not None:
-                    sums[id(layer.bias)] = biases[position]
-        out = []
-        for p in module.trained_parameters():
-            if id(p) not in sums:
-                raise RuntimeError(f"trials side by side have no per-example gradient for a trained parameter of shape "
-                                   f"{tuple(p.shape)}; this is a bug.")
-            out.append(sums[id(p)].to(p.dtype))
-        return out
+            _store_layer_sums(sums, [layers[m][0] for m in members], weights, biases)
+        return _sums_in_order(module, sums, "trials side by side")
 
     def _step_nonprivate_side_by_side(self, module, prefix, secret, valid, old_vocab) -> None:
         """_step_nonprivate of every trial at once (autograd through the stack; padding rows weigh 0)."""

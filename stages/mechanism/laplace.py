@@ -11,6 +11,7 @@ bound read it as any other profile, so this box is the recipe for a game under a
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 import numpy as np
 
@@ -52,8 +53,10 @@ class LaplaceMechanism:
 
         return dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(self.scale), self.releases)
 
+    @cached_property
     def _judged(self):
-        """The accountant's profile and why it is not private (stages.mechanism.judge_privacy, the one rule)."""
+        """The accountant's profile and why it is not private (stages.mechanism.judge_privacy, the one rule); built
+        once, so every reader of ``profile`` shares one accountant (and its PLD, computed when first evaluated)."""
         if self.scale == 0.0:
             return judge_privacy(None, no_profile="epsilon = inf: the one-hot sums go out without noise")
         from stages.bound import from_dp_event
@@ -63,11 +66,11 @@ class LaplaceMechanism:
     @property
     def profile(self):
         """dp_accounting's replace-one profile of the R releases (eps-DP at 2 R / scale); None without noise."""
-        return self._judged()[0]
+        return self._judged[0]
 
     def privacy(self) -> dict:
         """{"private": True, "epsilon": ..., "accountant": ...} or {"private": False, "reason": ...}."""
-        return privacy_record(self._judged()[1], epsilon=self.epsilon, scale=self.scale, releases=self.releases,
+        return privacy_record(self._judged[1], epsilon=self.epsilon, scale=self.scale, releases=self.releases,
                               accountant="dp_accounting PLD, SelfComposedDpEvent(LaplaceDpEvent), replace-one")
 
     def release(self, X, rng: np.random.Generator) -> np.ndarray:

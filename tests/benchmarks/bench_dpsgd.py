@@ -74,24 +74,34 @@ def load_model(model_name: str, device: str, cache_dir: str):
     return HubModel(model_name, device=device)
 
 
-def child(model_name: str, mode: str, trainable: str, args) -> dict:
+def child_setup(model_name: str, args):
+    """A benchmark child's start: its memory limit, torch's threads, the model loaded on the device.
+    Returns (torch, model, device, cuda)."""
     import resource
 
     if args.memory_limit_gib:  # an allocation past it raises in this child instead of waking the OOM killer
         limit = int(args.memory_limit_gib * 2**30)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    import numpy as np
     import torch
 
     torch.set_num_threads(args.threads)
     sys.path.insert(0, str(REPO))
-    from stages.mechanism.dpsgd import DPSGDFineTuning
     from stages.model.base import resolve_device
 
     device = resolve_device(args.device)
-    cuda = device.startswith("cuda")
     model = load_model(model_name, device, args.cache_dir)
     model.load()
+    return torch, model, device, device.startswith("cuda")
+
+
+def child(model_name: str, mode: str, trainable: str, args) -> dict:
+    import resource
+
+    import numpy as np
+
+    torch, model, device, cuda = child_setup(model_name, args)
+    from stages.mechanism.dpsgd import DPSGDFineTuning
+
     batch = args.batch
     mech = DPSGDFineTuning(model, epsilon=10.0, epochs=1, n_targets=batch, batch_size=batch, clipping=mode,
                            trainable=trainable)
@@ -126,21 +136,11 @@ def trials_child(model_name: str, arrangement: str, trainable: str, args) -> dic
     """One game's R trials (R = args.trials) one after another or side by side: wall time, peak memory, releases."""
     import resource
 
-    if args.memory_limit_gib:
-        limit = int(args.memory_limit_gib * 2**30)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     import numpy as np
-    import torch
 
-    torch.set_num_threads(args.threads)
-    sys.path.insert(0, str(REPO))
+    torch, model, device, cuda = child_setup(model_name, args)
     from stages.mechanism.dpsgd import DPSGDFineTuning
-    from stages.model.base import resolve_device
 
-    device = resolve_device(args.device)
-    cuda = device.startswith("cuda")
-    model = load_model(model_name, device, args.cache_dir)
-    model.load()
     batch, trials = args.batch, args.trials
     side = arrangement == "side_by_side"
 
