@@ -12,6 +12,7 @@ from __future__ import annotations
 from stages.bound.box import (as_confidences, bound_theorem, count_dict, guesses_per_target, prior_collision,
                               prior_distributions)
 from stages.bound.theorems import DEFAULT_BOUND_VERSION, MMC_THEOREM, SPLIT_THEOREM, count_bounds, winner
+from stages.bound.prior_run import PRIOR_RUN_THEOREM, PRIOR_RUN_VERSION
 from stages.bound.whole_prior import WHOLE_PRIOR_THEOREM, WHOLE_PRIOR_VERSION
 
 __all__ = ["OneRunBound"]
@@ -54,7 +55,8 @@ class OneRunBound:
                                   distributions=distributions, set_valued=set_valued,
                                   collision=collision if set_valued else None)
         # the record's own names: the split theorem / Theorem 3.1 as ``theorem`` names them (with their suffixes)
-        names = {name: (name if name in (WHOLE_PRIOR_THEOREM, MMC_THEOREM) else info["theorem"]) for name in by}
+        names = {name: (name if name in (WHOLE_PRIOR_THEOREM, MMC_THEOREM, PRIOR_RUN_THEOREM) else info["theorem"])
+                 for name in by}
         return count_dict(levels, counts), {float(c): names[w] for c, w in zip(levels, winner(by))}
 
     def theorem(self, profile, prior, metric, trials) -> dict:
@@ -70,7 +72,9 @@ class OneRunBound:
             out["candidates"] = [out["theorem"], WHOLE_PRIOR_THEOREM]
             if "eps-DP" not in out["reason"]:
                 out["candidates"].append(MMC_THEOREM)  # where its priors apply (p_i = 1/k)
+            out["candidates"].append(PRIOR_RUN_THEOREM)  # where the priors are known, n <= PRIOR_RUN_MAX_TARGETS
             out["whole_prior_version"] = WHOLE_PRIOR_VERSION
+            out["prior_run_version"] = PRIOR_RUN_VERSION
         return out
 
     def params(self) -> dict:

@@ -29,7 +29,7 @@ import numpy as np
 
 from stages._bisect import NOISE_RTOL, bisect, double_until, smallest_noise
 
-from . import _validate, whole_prior
+from . import _validate, prior_run, whole_prior
 from .priors import Priors, beta, budget_weights, grouped, pure_tail
 from .profiles import DPSGD, GAMES, ApproxDP, ComposedGaussian, PrivacyProfile, for_game, pure_epsilon_of
 from .search import (EPS_CEILING, ExpectedRun, OneRun, WholePriorRun, count_search, minimise_over_eps, split_counts,
@@ -54,8 +54,9 @@ __all__ = [
 SPLIT_THEOREM = "split one-run theorem (THEORY.md Thm 1)"
 SPLIT_THEOREM_VERSION = 2
 #: The version of the default bound (the one_run box, count_bound): 2 = Theorem 1 alone; 3 = the minimum over
-#: Theorem 1 (version 2), Theorem 3 (the whole prior, whole_prior.WHOLE_PRIOR_VERSION) and Theorem 3.1.
-DEFAULT_BOUND_VERSION = 3
+#: Theorem 1 (version 2), Theorem 3 (the whole prior, whole_prior.WHOLE_PRIOR_VERSION) and Theorem 3.1; 4 = also
+#: Theorem 4 (MMC's one-run argument with the whole prior, prior_run.PRIOR_RUN_VERSION) for n <= PRIOR_RUN_MAX_TARGETS.
+DEFAULT_BOUND_VERSION = 4
 
 
 def _check_set_valued(set_valued) -> bool:
@@ -184,7 +185,9 @@ def tail_bound(profile, p=None, v=None, *, distributions=None, return_eps: bool 
     the whole-prior theorem (THEORY.md, Theorem 3) joins: the smaller bound is returned, and
     ``return_eps`` returns the winning theorem's parameter (eps for Theorems 1 and 3.1, the threshold
     parameter t for Theorem 3, nan for MMC's tail bound (Mahloujifar, Melis & Chaudhuri, arXiv:2410.22235),
-    which joins for one exact guess on priors 1/k: stages/bound/MMC_CHECK.md).
+    which joins for one exact guess on priors 1/k: stages/bound/MMC_CHECK.md, and nan for Theorem 4, MMC's argument
+    with the whole prior, which joins with ``distributions`` for one exact guess and n <=
+    prior_run.PRIOR_RUN_MAX_TARGETS: THEORY.md section 9).
     """
     profile = _profile(profile, game)
     set_valued = _check_set_valued(set_valued)
@@ -207,6 +210,10 @@ def tail_bound(profile, p=None, v=None, *, distributions=None, return_eps: bool 
         mmc = prior_work.mmc_tail_bound(profile, np.repeat(g.values, g.counts), v)
         if mmc < value:
             value, best = mmc, math.nan  # MMC's bound has no eps parameter
+    if _prior_run_applies(dists, set_valued):
+        run = prior_run.prior_run_tail(profile, dists, v)
+        if run < value:
+            value, best = run, math.nan  # nor has Theorem 4
     return (value, best) if return_eps else value
 
 
@@ -273,7 +280,9 @@ def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: 
     The theorems: Theorem 3.1 (eps-DP profiles), the split theorem (Theorem 1, every other profile), with
     ``distributions`` for one exact guess the whole-prior theorem (Theorem 3, skipped on uniform priors), and for
     one exact guess on priors 1/k (abstentions 0) MMC's one-run count (arXiv:2410.22235; checked step by step in
-    stages/bound/MMC_CHECK.md; up to MMC_MAX_TARGETS guessed targets). ``counts`` is their
+    stages/bound/MMC_CHECK.md; up to MMC_MAX_TARGETS guessed targets), and with ``distributions`` for one exact guess
+    Theorem 4 (MMC's argument with each target's whole prior, THEORY.md section 9; up to
+    prior_run.PRIOR_RUN_MAX_TARGETS targets, uniform priors included). ``counts`` is their
     minimum, per confidence; ``winner(by_theorem)`` names the theorem that gave it. Shapes follow
     ``confidence`` (an int for a scalar).
     """
@@ -315,7 +324,16 @@ def _count_bounds(profile, g: Priors, dists, pure, set_valued: bool, confs: np.n
         mmc = _mmc_counts(profile, g, confs)
         if mmc is not None:
             by[MMC_THEOREM] = mmc
+    if _prior_run_applies(dists, set_valued):
+        best = np.min(np.stack(list(by.values())), axis=0)
+        by[prior_run.PRIOR_RUN_THEOREM] = np.array(prior_run.prior_run_counts(profile, dists, targets, hint=best),
+                                                   dtype=int)
     return np.min(np.stack(list(by.values())), axis=0), by
+
+
+def _prior_run_applies(dists, set_valued: bool) -> bool:
+    """Theorem 4 (THEORY.md section 9): one exact guess, each target's prior known, at most PRIOR_RUN_MAX_TARGETS."""
+    return dists is not None and not set_valued and dists.n <= prior_run.PRIOR_RUN_MAX_TARGETS
 
 
 def winner(by_theorem: dict) -> list[str] | str:

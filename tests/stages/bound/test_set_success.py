@@ -150,7 +150,7 @@ def test_boxes_use_the_set_valued_weights(box_name):
         for profile in (GaussianDP(0.3), DPSGD(2.0, 1.0, 4)):
             info = box.theorem(profile, prior, metric, guesses)
             assert info["set_valued"] and "set-valued" in info["reason"]
-            assert info["version"] == (3 if box_name == "one_run" else 2)
+            assert info["version"] == (4 if box_name == "one_run" else 2)
             got = box.compute(profile, prior, metric, guesses, levels)
             if box_name == "one_run":
                 want = count_bound(profile, p_star, levels, set_valued=True, collision=prior_collision(prior))
@@ -178,14 +178,15 @@ def test_pipeline_records_the_theorem_used(compose_config, metric, k, set_valued
     else:  # one exact guess on a prior with distributions: the minimum of the split and whole-prior theorems
         assert record["candidates"] == ["split one-run theorem (THEORY.md Thm 1), a-priori guesses z*",
                                         "whole-prior theorem (THEORY.md Thm 3)",
-                                        "MMC one-run count (ICML 2025 Thm 3.2)"]
-        assert record["whole_prior_version"] == 2
+                                        "MMC one-run count (ICML 2025 Thm 3.2)",
+                                        "whole-prior one-run count (THEORY.md Thm 4)"]
+        assert record["whole_prior_version"] == 2 and record["prior_run_version"] == 1
         winners = set(record["by_confidence"].values())
         assert winners <= set(record["candidates"])
         assert record["theorem"] == (winners.pop() if len(winners) == 1 else record["theorem"])
         assert all(name in record["theorem"] for name in set(record["by_confidence"].values()))
     assert record["set_valued"] == set_valued
-    assert metrics["bound_theorem"]["version"] == 3  # the one_run box: the minimum over the theorems that apply
+    assert metrics["bound_theorem"]["version"] == 4  # the one_run box: the minimum over the theorems that apply
 
 
 def test_comparator_box_says_whether_its_game_covers_set_valued_success():

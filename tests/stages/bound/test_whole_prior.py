@@ -131,7 +131,8 @@ def test_p_may_be_given_with_the_distributions_and_uniform_priors_skip_theorem_3
     assert np.array_equal(count_bound(GaussianDP(1.0), np.full(30, 0.5), [0.5, 0.9], distributions=rows),
                           count_bound(GaussianDP(1.0), None, [0.5, 0.9], distributions=rows))
     _, by = T.count_bounds(GaussianDP(1.0), None, 0.5, distributions=np.full((30, 4), 0.25))
-    assert list(by) == [T.SPLIT_THEOREM, T.MMC_THEOREM]  # no Theorem 3 on uniform priors; MMC on 1/k
+    # no Theorem 3 on uniform priors; MMC on 1/k; Theorem 4 with every known prior
+    assert list(by) == [T.SPLIT_THEOREM, T.MMC_THEOREM, T.prior_run.PRIOR_RUN_THEOREM]
 
 
 def test_pure_dp_functions_take_distributions():

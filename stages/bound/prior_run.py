@@ -1,0 +1,327 @@
+"""Theorem 4, the whole-prior one-run count: MMC's one-run argument with every target's whole prior (THEORY.md §9).
+
+Mahloujifar, Melis & Chaudhuri ("Auditing f-Differential Privacy in One Run", ICML 2025, arXiv:2410.22235) bound the
+number of correct guesses N when every secret is uniform over k candidates; their one-canary lemma (Lemma A.1) is the
+only place the prior enters. THEORY.md §9 proves it for any prior pi: for every event E of the release and the other
+targets' secrets,
+
+    Pr[E, target i guessed right] = A   implies   Pr[E] - A >= G_i(A),
+    G_i(A) = min { sum_x (1 - pi_i(x)) g(a_x) : sum_x pi_i(x) a_x = A, 0 <= a_x <= 1 },
+
+g the profile's trade-off curve read as "the least mass another row can put on an event that row x puts a on". Averaged
+over the targets (MMC's permutation step) this gives, for every set T of counts, B_T >= G(A_T), G the average of the
+G_i's infimal convolution; written through G's convex conjugate, the whole family of 2^n constraints is
+
+    for every s > 0:   sum_{j=1}^{n} (s j p_j - (n - j + 1) p_{j-1})_+  <=  Psi(s) = sum_i sum_x psi_{pi_i(x)}(s),
+    psi_pi(s) = sup_{0 <= a <= 1} (s pi a - (1 - pi) g(a)),
+
+on the law p_j = Pr[N = j]. The largest Pr[N >= c] under these constraints is a linear program in p (a finite set of s
+only relaxes it), solved with cutting planes in s and certified by weak duality: every number returned is a valid
+upper bound on Pr[N >= c] for every mechanism with the profile and every attack (one exact guess per target).
+
+On uniform priors G is MMC's (k - 1) g, and the LP holds every one of MMC's constraints (Theorem 3.1 for all T, where
+their recursion uses the tail sets only), so it is never above MMC's bound; on skewed priors it sees the whole prior.
+The conjugate depends on the priors' distinct probabilities and their multiplicities only, so the LP's size is n,
+not the domain's.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import optimize, sparse, special
+
+from .profiles import ApproxDP, PrivacyProfile
+from .whole_prior import Distributions, _profile_lines
+
+__all__ = ["PRIOR_RUN_THEOREM", "PRIOR_RUN_VERSION", "PRIOR_RUN_MAX_TARGETS", "Conjugate", "PriorRun",
+           "prior_run_counts", "prior_run_tail"]
+
+#: Name and version of Theorem 4 in every output.
+PRIOR_RUN_THEOREM = "whole-prior one-run count (THEORY.md Thm 4)"
+PRIOR_RUN_VERSION = 1
+#: The most targets Theorem 4 runs on: its LP has ~ n (cuts + 1) variables (0.05-0.5 s a solve at n = 100-500).
+PRIOR_RUN_MAX_TARGETS = 500
+
+#: Lines of the profile's trade-off curve with eps above this are dropped (only loosens the bound).
+_EPS_CAP = 20.0
+#: Added to every conjugate value, relative to the objective's slope at the optimum: the floating-point vertex of the
+#: trade-off curve's piecewise-linear lower bound may sit a few ulps off the true one.
+_VERTEX_SLACK = 1e-13
+#: Cutting planes: the dense grid of s searched for violated constraints, the starting cuts, the rounds, the tolerance.
+_S_DENSE = np.geomspace(1e-6, 1e10, 3000)
+_S_START = np.geomspace(1e-2, 1e4, 9)
+_MAX_ROUNDS = 40
+_DECIDED = 1.3
+_STALLED = 0.05
+_CUT_TOL = 1e-5
+#: The same when only a decision tail(c) <= target is needed (the count search).
+_DECIDE_TOL = 1e-3
+_CUTS_PER_ROUND = 4
+_START_CUTS = 12
+#: At most this many kinks of a piecewise-linear conjugate join the dense grid (evenly thinned beyond).
+_MAX_KINKS = 3000
+_START_LOW = 1e-6
+
+
+class Conjugate:
+    """Psi(s) = sum over targets and values of psi_pi(s) = sup_a (s pi a - (1 - pi) g(a)): an upper bound, for a
+    profile and the targets' priors (``Distributions``; rounded or merged priors only raise it, so stay valid).
+
+    g is the profile's trade-off curve as the least mass b = Pr_Q[S] of an event with Pr_P[S] = a: for mu-GDP its closed
+    form Phi(Phi^-1(a) - mu), else the upper envelope of the hockey-stick lines b >= e^-eps (a - delta(eps)) and
+    b >= 1 - delta(eps) - e^eps (1 - a) on the profile's eps grid (a lower bound on g, so psi only grows)."""
+
+    def __init__(self, profile: PrivacyProfile, dists: Distributions):
+        probs = np.concatenate([s.probs for s in dists.shapes])
+        weight = np.concatenate([s.mult * c for s, c in zip(dists.shapes, dists.counts)]).astype(float)
+        self.probs, self.weight = probs, weight
+        mu = profile.gdp_mu()
+        self.mu = None if mu is None else float(mu)
+        if self.mu is None:
+            self.a, self.g, self.slopes = _envelope(profile)
+
+    def __call__(self, s) -> np.ndarray:
+        s = np.atleast_1d(np.asarray(s, dtype=float))
+        pi = self.probs[None, :]
+        gain = s[:, None] * pi
+        cost = 1.0 - pi
+        if self.mu is not None and self.mu > 0:
+            psi = self._gdp(gain, cost)
+        else:
+            psi = self._lines(gain, cost)
+        return psi @ self.weight
+
+    def kinks(self) -> np.ndarray:
+        """The s where some psi_pi has a kink (g piecewise linear: s = slope (1 - pi) / pi for every slope of g and
+        every probability): the constraints of a piecewise-linear profile bind there, between grid points of s."""
+        if self.mu is not None:
+            return np.empty(0)
+        pi = np.unique(self.probs[(self.probs > 0) & (self.probs < 1)])
+        return np.unique((self.slopes[:, None] * ((1.0 - pi) / pi)[None, :]).ravel())
+
+    def _gdp(self, gain: np.ndarray, cost: np.ndarray) -> np.ndarray:
+        """sup_a (gain a - cost Phi(Phi^-1(a) - mu)): the stationary point g'(a) = gain / cost, g' = e^{mu z - mu^2/2}."""
+        mu = self.mu
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = (np.log(gain) - np.log(cost) + 0.5 * mu * mu) / mu
+            val = gain * special.ndtr(z) - cost * special.ndtr(z - mu)
+        val = np.where(cost <= 0.0, gain, val)  # pi = 1: a = 1, nothing to pay
+        # the closed form is exact up to rounding; a relative slack covers Phi's last bits
+        return np.maximum(val, 0.0) * (1.0 + 1e-12) + 1e-15
+
+    def _lines(self, gain: np.ndarray, cost: np.ndarray) -> np.ndarray:
+        """sup over the envelope's vertices: the objective is concave piecewise linear, its maximum at the vertex where
+        g's slope passes gain / cost."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(cost > 0, gain / cost, np.inf)
+        # slopes[v] is the slope right of vertex v (ascending); the optimum is the first vertex whose right slope >= ratio
+        v = np.searchsorted(self.slopes, ratio, side="left")
+        v = np.minimum(v, self.a.size - 1)
+        a, gv = self.a[v], self.g[v]
+        val = gain * a - cost * gv
+        left = np.where(v > 0, self.slopes[np.maximum(v - 1, 0)], 0.0)
+        right = np.where(v < self.slopes.size, self.slopes[np.minimum(v, self.slopes.size - 1)], 0.0)
+        lip = np.abs(gain) + cost * np.maximum(left, right)
+        return np.maximum(val, 0.0) + _VERTEX_SLACK * (1.0 + lip)
+
+
+def _envelope(profile: PrivacyProfile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The vertices a of g_lines = max(0, the profile's hockey-stick lines) on [0, 1], g_lines there, and the slope
+    right of each vertex but the last (ascending)."""
+    eps, deltas = _profile_lines(profile)
+    if isinstance(profile, ApproxDP):  # its own (eps, delta): the two lines that are its whole trade-off curve
+        eps, deltas = np.append(eps, float(profile.eps)), np.append(deltas, float(profile.delta_))
+    keep = eps <= _EPS_CAP
+    eps, deltas = eps[keep], deltas[keep]
+    slope = np.concatenate([[0.0], np.exp(-eps), np.exp(eps)])
+    inter = np.concatenate([[0.0], -np.exp(-eps) * deltas, 1.0 - deltas - np.exp(eps)])
+    order = np.lexsort((inter, slope))  # ascending slope; of equal slopes the highest line last
+    slope, inter = slope[order], inter[order]
+    last = np.append(slope[1:] != slope[:-1], True)
+    slope, inter = slope[last], inter[last]
+    hull: list[int] = []  # the upper envelope over the whole line (convex hull trick)
+    for j in range(slope.size):
+        while len(hull) >= 2 and _cross(slope, inter, hull[-2], j) <= _cross(slope, inter, hull[-2], hull[-1]):
+            hull.pop()
+        hull.append(j)
+    cross = np.array([_cross(slope, inter, i, j) for i, j in zip(hull[:-1], hull[1:])])
+    first = int(np.searchsorted(cross, 0.0, side="right"))  # the line on top at a = 0
+    stop = int(np.searchsorted(cross, 1.0, side="left"))  # the line on top at a = 1
+    a = np.concatenate([[0.0], cross[first:stop], [1.0]])
+    g = np.clip(np.max(slope[None, :] * a[:, None] + inter[None, :], axis=1), 0.0, 1.0)
+    return a, g, slope[np.array(hull[first: stop + 1])]
+
+
+def _cross(slope: np.ndarray, inter: np.ndarray, i: int, j: int) -> float:
+    return float((inter[i] - inter[j]) / (slope[j] - slope[i]))
+
+
+class PriorRun:
+    """Theorem 4 for n targets: ``tail(c)`` = the largest Pr[N >= c] under the conjugate constraints (certified).
+
+    The LP over p = (Pr[N = 0], ..., Pr[N = n]) holds, for each s of a finite set (a relaxation: fewer s, fewer
+    constraints), sum_j w_j <= Psi(s) with w_j >= s j p_j - (n - j + 1) p_{j-1}, w >= 0: MMC's Theorem 3.1 for every
+    set T at once. The set starts on the range of s where the constraints bind and grows by cutting planes; the value
+    returned is the Lagrangian bound of the solution's multipliers (weak duality), valid whatever the solver's
+    accuracy and however few s were used."""
+
+    def __init__(self, profile: PrivacyProfile, dists: Distributions):
+        self.n = dists.n
+        self.psi = Conjugate(profile, dists)
+        kinks = self.psi.kinks()
+        kinks = kinks[(kinks > _S_DENSE[0]) & (kinks < _S_DENSE[-1])]
+        if kinks.size > _MAX_KINKS:
+            kinks = kinks[np.linspace(0, kinks.size - 1, _MAX_KINKS).astype(np.int64)]
+        self._s_dense = np.union1d(_S_DENSE, kinks)
+        self._psi_dense = self.psi(self._s_dense)
+        self._start = _start(self._s_dense, self._psi_dense, self.n)
+        self._binding: dict[int, np.ndarray] = {}  # per c solved, the cuts with a positive multiplier
+        self._state: dict[int, list] = {}
+
+    def tail(self, c: int, target: float | None = None) -> float:
+        """A certified bound on Pr[N >= c]; with ``target``, the cutting planes stop as soon as the bound is below it,
+        or above _DECIDED times it while a round gains less than _STALLED of it: enough to decide ``tail(c) <= target``
+        (a wrong "above" only makes a count larger, never invalid)."""
+        c = int(c)
+        if c <= 0:
+            return 1.0
+        if c > self.n:
+            return 0.0
+        state = self._state.get(c)
+        if state is None:
+            cuts = self._start
+            if self._binding:
+                near = min(self._binding, key=lambda k: abs(k - c))
+                cuts = np.union1d(cuts, self._binding[near])
+            state = self._state[c] = [math.inf, cuts, False, math.inf, 0]
+        # decided: below the target, or above _DECIDED times it with the last round's gain under _STALLED of it
+        decided = lambda: target is not None and (state[0] <= target or (
+            state[0] > _DECIDED * target and state[3] - state[0] < _STALLED * state[0]))
+        while not state[2] and not decided():
+            self._round(c, state, _CUT_TOL if target is None else _DECIDE_TOL)
+        return float(min(1.0, max(0.0, state[0])))
+
+    def _round(self, c: int, state: list, tol: float) -> None:
+        """One cutting-plane round at c: solve with the state's cuts, keep the best certified bound, add the violated
+        cuts (state = [bound, cuts, converged, the bound before this round, rounds]); every round's bound is certified
+        on its own, and the best is kept."""
+        cuts = state[1]
+        certified, p, z = self._lp(c, cuts, self.psi(cuts))
+        state[3] = state[0]
+        state[4] += 1
+        if certified < state[0]:
+            state[0] = certified
+            self._binding[c] = cuts[z > 0]
+        new = self._violated(p, tol) if p is not None else np.empty(0)
+        new = new[~np.isin(new, cuts)]
+        state[1] = np.union1d(cuts, new)
+        state[2] = new.size == 0 or state[4] >= _MAX_ROUNDS
+
+    def _lp(self, c: int, s: np.ndarray, psi: np.ndarray):
+        """max Pr[N >= c] with the cuts s: (the certified bound from the solution's multipliers, p)."""
+        n, K = self.n, s.size
+        P = n + 1
+        sigma = np.maximum(1.0, s) * n  # row scaling (w scaled with it)
+        j = np.arange(1, n + 1)
+        r = np.arange(K * n)
+        kk = np.repeat(np.arange(K), n)
+        jj = np.tile(j, K)
+        rows = np.concatenate([r, r, r, K * n + kk])
+        cols = np.concatenate([jj, jj - 1, P + r, P + r])
+        vals = np.concatenate([s[kk] * jj / sigma[kk], -(n - jj + 1) / sigma[kk], -np.ones(K * n), np.ones(K * n)])
+        A = sparse.csr_matrix((vals, (rows, cols)), shape=(K * n + K, P + K * n))
+        b = np.concatenate([np.zeros(K * n), psi / sigma])
+        obj = np.zeros(P + K * n)
+        obj[c:P] = -1.0
+        eq = sparse.csr_matrix((np.ones(P), (np.zeros(P, dtype=int), np.arange(P))), shape=(1, P + K * n))
+        res = optimize.linprog(obj, A_ub=A, b_ub=b, A_eq=eq, b_eq=[1.0], bounds=(0, None), method="highs")
+        if res.status != 0:
+            return 1.0, None, np.zeros(K)
+        y = np.maximum(-np.asarray(res.ineqlin.marginals), 0.0)
+        x = y[: K * n].reshape(K, n) / sigma[:, None]  # multipliers in the original units, x[k, j - 1]
+        z = np.maximum(y[K * n:] / sigma, x.max(axis=1))
+        # for x_kj in [0, z_k]: Pr[N >= c] <= sum_k z_k Psi_k + max_t (1[t >= c] - sum_kj x_kj (coefficient of p_t))
+        coef = np.zeros(P)
+        coef[1:] += (x * s[:, None]).sum(axis=0) * j
+        coef[:-1] -= x.sum(axis=0) * (n - j + 1)
+        certified = float(z @ psi + np.max((np.arange(P) >= c).astype(float) - coef))
+        return certified, np.maximum(res.x[:P], 0.0), z
+
+    def _violated(self, p: np.ndarray, tol: float) -> np.ndarray:
+        """The s whose constraint p breaks by more than ``tol`` of Psi(s): the largest local maxima of the violation
+        on the dense grid, each refined to the continuous maximum between its neighbours (not for a decision)."""
+        n = self.n
+        j = np.arange(1, n + 1)
+        up, down = j * p[1:], (n - j + 1) * p[:-1]
+        dense = self._s_dense
+        lhs = np.maximum(dense[:, None] * up[None, :] - down[None, :], 0.0).sum(axis=1)
+        viol = lhs - self._psi_dense
+        peaks = np.flatnonzero((viol > tol * (1e-6 + self._psi_dense)) & (viol >= np.roll(viol, 1)) & (viol >= np.roll(viol, -1)))
+        peaks = peaks[np.argsort(viol[peaks])[::-1][:_CUTS_PER_ROUND]]
+        if tol >= _DECIDE_TOL:  # a decision: the grid's points are enough
+            return dense[peaks]
+        out = []
+        for i in peaks:
+            lo, hi = dense[max(i - 1, 0)], dense[min(i + 1, dense.size - 1)]
+            minus = lambda s: -(np.maximum(s * up - down, 0.0).sum() - float(self.psi(s)[0]))
+            res = optimize.minimize_scalar(minus, bounds=(lo, hi), method="bounded", options={"xatol": 1e-9 * hi})
+            out.append(float(res.x) if res.success and -res.fun > viol[i] else dense[i])
+        return np.asarray(out, dtype=float)
+
+
+def _start(s_dense: np.ndarray, psi_dense: np.ndarray, n: int) -> np.ndarray:
+    """Starting cuts: _START_CUTS values of s, log-spaced over where the conjugate's slope (the A its tangent touches,
+    times n) is between _START_LOW and n - _START_LOW: outside, the constraints hold for every law of N."""
+    slope = np.gradient(psi_dense, s_dense)
+    inside = np.flatnonzero((slope > _START_LOW) & (slope < slope.max() - _START_LOW))
+    if inside.size < 2:
+        return np.array(_S_START)
+    lo, hi = s_dense[inside[0]], s_dense[inside[-1]]
+    return np.geomspace(lo, hi, _START_CUTS)
+
+
+def prior_run_tail(profile: PrivacyProfile, dists: Distributions, v: int) -> float:
+    """Theorem 4's bound on Pr[#correct >= v] (one exact guess per target)."""
+    return PriorRun(profile, dists).tail(v)
+
+
+def prior_run_counts(profile: PrivacyProfile, dists: Distributions, targets, hint=None) -> list[int]:
+    """Theorem 4's count for each target tail probability: the smallest c with tail(c + 1) <= target.
+
+    ``hint`` (one count per target, e.g. the other theorems' counts) is where the search starts: it gallops from
+    there, so a count near the hint costs a few LPs."""
+    run = PriorRun(profile, dists)
+    targets = np.atleast_1d(np.asarray(targets, dtype=float))
+    hints = np.full(targets.shape, run.n // 2) if hint is None else np.atleast_1d(hint)
+    return [_smallest_count(run, float(t), int(min(max(h, 0), run.n))) for t, h in zip(targets, hints)]
+
+
+def _smallest_count(run: PriorRun, target: float, start: int) -> int:
+    """The smallest c in [0, n] with run.tail(c + 1) <= target (tail(n + 1) = 0): a bracketed search from ``start``
+    whose next point is the crossing of log tail - log target interpolated from the two points nearest to it (the
+    tail is smooth in c, so a count a few steps from the hint costs three or four LPs)."""
+    f = lambda c: math.log(max(run.tail(c + 1, target), 1e-300)) - math.log(target)
+    lo, hi = -1, run.n  # f(lo) > 0 (tail(0) = 1 > target), f(hi) <= 0 (tail(n + 1) = 0)
+    seen: dict[int, float] = {}
+    c = start
+    while hi - lo > 1:
+        c = min(max(c, lo + 1), hi - 1)
+        seen[c] = f(c)
+        if seen[c] <= 0:
+            hi = c
+        else:
+            lo = c
+        if hi - lo <= 1:
+            break
+        informative = [k for k in seen if seen[k] < -math.log(target)]  # where the tail is 1 it says nothing of the slope
+        near = sorted(informative, key=lambda k: abs(seen[k]))[:2]
+        if len(near) < 2 or seen[near[0]] == seen[near[1]]:
+            c = (c - 1 if seen[c] <= 0 else c + 1) if len(seen) == 1 else (lo + hi) // 2
+            continue
+        (c1, f1), (c2, f2) = ((k, seen[k]) for k in near)
+        guess = math.ceil(c1 - f1 * (c2 - c1) / (f2 - f1))
+        c = guess if guess not in seen else guess - 1
+        if not lo < c < hi or c in seen:
+            c = (lo + hi) // 2
+    return hi
