@@ -34,14 +34,17 @@ from scipy import optimize, sparse, special
 from .profiles import ApproxDP, PrivacyProfile
 from .whole_prior import Distributions, _profile_lines
 
-__all__ = ["PRIOR_RUN_THEOREM", "PRIOR_RUN_VERSION", "PRIOR_RUN_MAX_TARGETS", "Conjugate", "PriorRun",
+__all__ = ["PRIOR_RUN_THEOREM", "PRIOR_RUN_VERSION", "PRIOR_RUN_MAX_TARGETS", "MAX_GROUPS", "Conjugate", "PriorRun",
            "prior_run_counts", "prior_run_tail"]
 
 #: Name and version of Theorem 4 in every output.
 PRIOR_RUN_THEOREM = "whole-prior one-run count (THEORY.md Thm 4)"
 PRIOR_RUN_VERSION = 1
-#: The most targets Theorem 4 runs on: its LP has ~ n (cuts + 1) variables (0.05-0.5 s a solve at n = 100-500).
-PRIOR_RUN_MAX_TARGETS = 500
+#: Theorem 4's LP keeps at most this many groups of targets (runs of distinct priors of similar p, each group's lemma
+#: averaged over its targets): more groups see more of how the priors differ, and cost more.
+MAX_GROUPS = 2
+#: The most targets Theorem 4 runs on: its LP has ~ n (cuts + 2) variables per group (a count takes 3.5 s at n = 100, 30 s at n = 300).
+PRIOR_RUN_MAX_TARGETS = 200
 
 #: Lines of the profile's trade-off curve with eps above this are dropped (only loosens the bound).
 _EPS_CAP = 20.0
@@ -52,13 +55,15 @@ _VERTEX_SLACK = 1e-13
 _S_DENSE = np.geomspace(1e-6, 1e10, 3000)
 _S_START = np.geomspace(1e-2, 1e4, 9)
 _MAX_ROUNDS = 40
-_DECIDED = 1.3
+#: ... and at most this many cuts per group (the LP grows with them; stopping early only loosens the bound).
+_MAX_CUTS = 64
+_DECIDED = 0.3
 _STALLED = 0.05
 _CUT_TOL = 1e-5
 #: The same when only a decision tail(c) <= target is needed (the count search).
 _DECIDE_TOL = 1e-3
 _CUTS_PER_ROUND = 4
-_START_CUTS = 12
+_START_CUTS = 6
 #: At most this many kinks of a piecewise-linear conjugate join the dense grid (evenly thinned beyond).
 _MAX_KINKS = 3000
 _START_LOW = 1e-6
@@ -72,16 +77,30 @@ class Conjugate:
     form Phi(Phi^-1(a) - mu), else the upper envelope of the hockey-stick lines b >= e^-eps (a - delta(eps)) and
     b >= 1 - delta(eps) - e^eps (1 - a) on the profile's eps grid (a lower bound on g, so psi only grows)."""
 
-    def __init__(self, profile: PrivacyProfile, dists: Distributions):
-        probs = np.concatenate([s.probs for s in dists.shapes])
-        weight = np.concatenate([s.mult * c for s, c in zip(dists.shapes, dists.counts)]).astype(float)
-        self.probs, self.weight = probs, weight
+    def __init__(self, profile: PrivacyProfile, dists: Distributions, groups=None):
+        self.probs = np.concatenate([s.probs for s in dists.shapes])
+        groups = [[i] for i in range(len(dists.shapes))] if groups is None else groups
+        # (groups, probabilities): row g holds the multiplicities of the values, averaged over the targets of group g
+        # (G_g* = the mean of its targets' G_i*: the conjugate of their averaged lemma, THEORY.md section 9)
+        self.member = np.zeros((len(groups), self.probs.size))
+        self.counts = np.zeros(len(groups))
+        starts = np.concatenate([[0], np.cumsum([s.probs.size for s in dists.shapes])])
+        for g, members in enumerate(groups):
+            for i in members:
+                self.member[g, starts[i]: starts[i + 1]] += dists.shapes[i].mult * dists.counts[i]
+            self.counts[g] = float(np.sum(dists.counts[list(members)]))
+            self.member[g] /= self.counts[g]
         mu = profile.gdp_mu()
         self.mu = None if mu is None else float(mu)
         if self.mu is None:
             self.a, self.g, self.slopes = _envelope(profile)
 
     def __call__(self, s) -> np.ndarray:
+        """Psi(s), summed over every target."""
+        return self.counts @ self.per_target(s)
+
+    def per_target(self, s) -> np.ndarray:
+        """(groups, len(s)): psi summed over the values of one target of each group, G_g*(s) in THEORY.md section 9."""
         s = np.atleast_1d(np.asarray(s, dtype=float))
         pi = self.probs[None, :]
         gain = s[:, None] * pi
@@ -90,14 +109,15 @@ class Conjugate:
             psi = self._gdp(gain, cost)
         else:
             psi = self._lines(gain, cost)
-        return psi @ self.weight
+        return self.member @ psi.T
 
-    def kinks(self) -> np.ndarray:
-        """The s where some psi_pi has a kink (g piecewise linear: s = slope (1 - pi) / pi for every slope of g and
-        every probability): the constraints of a piecewise-linear profile bind there, between grid points of s."""
+    def kinks(self, group: int) -> np.ndarray:
+        """The s where some psi_pi of the group has a kink (g piecewise linear: s = slope (1 - pi) / pi for every slope
+        of g and every probability): the constraints of a piecewise-linear profile bind there, between grid points."""
         if self.mu is not None:
             return np.empty(0)
-        pi = np.unique(self.probs[(self.probs > 0) & (self.probs < 1)])
+        probs = self.probs[self.member[group] > 0]
+        pi = np.unique(probs[(probs > 0) & (probs < 1)])
         return np.unique((self.slopes[:, None] * ((1.0 - pi) / pi)[None, :]).ravel())
 
     def _gdp(self, gain: np.ndarray, cost: np.ndarray) -> np.ndarray:
@@ -160,28 +180,40 @@ def _cross(slope: np.ndarray, inter: np.ndarray, i: int, j: int) -> float:
 class PriorRun:
     """Theorem 4 for n targets: ``tail(c)`` = the largest Pr[N >= c] under the conjugate constraints (certified).
 
-    The LP over p = (Pr[N = 0], ..., Pr[N = n]) holds, for each s of a finite set (a relaxation: fewer s, fewer
-    constraints), sum_j w_j <= Psi(s) with w_j >= s j p_j - (n - j + 1) p_{j-1}, w >= 0: MMC's Theorem 3.1 for every
-    set T at once. The set starts on the range of s where the constraints bind and grows by cutting planes; the value
-    returned is the Lagrangian bound of the solution's multipliers (weak duality), valid whatever the solver's
-    accuracy and however few s were used."""
+    The targets fall into at most MAX_GROUPS groups (runs of similar p; one group per distinct prior when there are
+    few). The LP's variables are p_j = Pr[N = j], r_gj = Pr[N = j, target i right] averaged over the targets i of
+    group g, and slacks w. Its constraints: sum_g n_g r_gj = j p_j, r_gj <= p_j, sum_j p_j = 1, and
+    for each group g and each cut s of its finite set (a relaxation: fewer s, fewer constraints)
+    sum_j w_gj <= G_g*(s) with w_gj >= s r_gj - (p_{j-1} - r_{g,j-1}), w >= 0: Lemma 5 for every target and every
+    set T at once, averaged over the group's targets (THEORY.md section 9). The cuts start where the constraints bind and grow by cutting planes; the
+    value returned is the Lagrangian bound of the solution's multipliers (weak duality with the implied box
+    p, r <= 1, w <= G_g*(s)), valid whatever the solver's accuracy and however few cuts were used."""
 
     def __init__(self, profile: PrivacyProfile, dists: Distributions):
         self.n = dists.n
-        self.psi = Conjugate(profile, dists)
-        kinks = self.psi.kinks()
-        kinks = kinks[(kinks > _S_DENSE[0]) & (kinks < _S_DENSE[-1])]
-        if kinks.size > _MAX_KINKS:
-            kinks = kinks[np.linspace(0, kinks.size - 1, _MAX_KINKS).astype(np.int64)]
-        self._s_dense = np.union1d(_S_DENSE, kinks)
-        self._psi_dense = self.psi(self._s_dense)
-        self._start = _start(self._s_dense, self._psi_dense, self.n)
-        self._binding: dict[int, np.ndarray] = {}  # per c solved, the cuts with a positive multiplier
+        # at most MAX_GROUPS groups: the distinct priors in runs of similar p, each run's lemma averaged over its targets
+        order = np.argsort([sh.p for sh in dists.shapes], kind="stable")
+        groups = [list(run) for run in np.array_split(order, min(MAX_GROUPS, len(order)))]
+        self.psi = Conjugate(profile, dists, groups)
+        self.sizes = self.psi.counts
+        self._dense, self._psi_dense, self._start = [], [], []
+        for g in range(self.sizes.size):
+            kinks = self.psi.kinks(g)
+            kinks = kinks[(kinks > _S_DENSE[0]) & (kinks < _S_DENSE[-1])]
+            if kinks.size > _MAX_KINKS:
+                kinks = kinks[np.linspace(0, kinks.size - 1, _MAX_KINKS).astype(np.int64)]
+            dense = np.union1d(_S_DENSE, kinks)
+            psi = self.psi.per_target(dense)[g]
+            self._dense.append(dense)
+            self._psi_dense.append(psi)
+            self._start.append(_start(dense, psi))
+        self._binding: dict[int, list] = {}  # per c solved, each group's cuts with a positive multiplier
         self._state: dict[int, list] = {}
 
     def tail(self, c: int, target: float | None = None) -> float:
         """A certified bound on Pr[N >= c]; with ``target``, the cutting planes stop as soon as the bound is below it,
-        or above _DECIDED times it while a round gains less than _STALLED of it: enough to decide ``tail(c) <= target``
+        or above it by _DECIDED of min(target, 1 - target) while a round gains less than _STALLED of it: enough to
+        decide ``tail(c) <= target``
         (a wrong "above" only makes a count larger, never invalid)."""
         c = int(c)
         if c <= 0:
@@ -190,95 +222,139 @@ class PriorRun:
             return 0.0
         state = self._state.get(c)
         if state is None:
-            cuts = self._start
+            cuts = list(self._start)
             if self._binding:
-                near = min(self._binding, key=lambda k: abs(k - c))
-                cuts = np.union1d(cuts, self._binding[near])
+                near = self._binding[min(self._binding, key=lambda k: abs(k - c))]
+                cuts = [np.union1d(a, b) for a, b in zip(cuts, near)]
             state = self._state[c] = [math.inf, cuts, False, math.inf, 0]
-        # decided: below the target, or above _DECIDED times it with the last round's gain under _STALLED of it
+        # decided: below the target, or above it by _DECIDED of min(target, 1 - target) with the last round's gain
+        # under _STALLED of the bound
         decided = lambda: target is not None and (state[0] <= target or (
-            state[0] > _DECIDED * target and state[3] - state[0] < _STALLED * state[0]))
+            state[0] > target + _DECIDED * min(target, 1.0 - target) and state[3] - state[0] < _STALLED * state[0]))
         while not state[2] and not decided():
             self._round(c, state, _CUT_TOL if target is None else _DECIDE_TOL)
         return float(min(1.0, max(0.0, state[0])))
 
     def _round(self, c: int, state: list, tol: float) -> None:
         """One cutting-plane round at c: solve with the state's cuts, keep the best certified bound, add the violated
-        cuts (state = [bound, cuts, converged, the bound before this round, rounds]); every round's bound is certified
-        on its own, and the best is kept."""
+        cuts (state = [bound, cuts per group, converged, the bound before this round, rounds]); every round's bound
+        is certified on its own, and the best is kept."""
         cuts = state[1]
-        certified, p, z = self._lp(c, cuts, self.psi(cuts))
+        certified, p, r, z = self._lp(c, cuts)
         state[3] = state[0]
         state[4] += 1
         if certified < state[0]:
             state[0] = certified
-            self._binding[c] = cuts[z > 0]
-        new = self._violated(p, tol) if p is not None else np.empty(0)
-        new = new[~np.isin(new, cuts)]
-        state[1] = np.union1d(cuts, new)
-        state[2] = new.size == 0 or state[4] >= _MAX_ROUNDS
+            self._binding[c] = [s[zg > 0] for s, zg in zip(cuts, z)]
+        added = False
+        if p is not None:
+            for g in range(len(cuts)):
+                new = self._violated(g, p, r[g], tol)
+                new = new[~np.isin(new, cuts[g])]
+                if new.size:
+                    cuts[g] = np.union1d(cuts[g], new)
+                    added = True
+        state[2] = not added or state[4] >= _MAX_ROUNDS or max(len(cg) for cg in cuts) >= _MAX_CUTS
 
-    def _lp(self, c: int, s: np.ndarray, psi: np.ndarray):
-        """max Pr[N >= c] with the cuts s: (the certified bound from the solution's multipliers, p)."""
-        n, K = self.n, s.size
+    def _lp(self, c: int, cuts: list):
+        """max Pr[N >= c] with the cuts: (the certified bound, p, r (groups, n + 1) with r[:, 0] = 0, each group's
+        multipliers of its cuts' budget rows)."""
+        n, m = self.n, self.sizes.size
         P = n + 1
-        sigma = np.maximum(1.0, s) * n  # row scaling (w scaled with it)
         j = np.arange(1, n + 1)
-        r = np.arange(K * n)
-        kk = np.repeat(np.arange(K), n)
-        jj = np.tile(j, K)
-        rows = np.concatenate([r, r, r, K * n + kk])
-        cols = np.concatenate([jj, jj - 1, P + r, P + r])
-        vals = np.concatenate([s[kk] * jj / sigma[kk], -(n - jj + 1) / sigma[kk], -np.ones(K * n), np.ones(K * n)])
-        A = sparse.csr_matrix((vals, (rows, cols)), shape=(K * n + K, P + K * n))
-        b = np.concatenate([np.zeros(K * n), psi / sigma])
-        obj = np.zeros(P + K * n)
-        obj[c:P] = -1.0
-        eq = sparse.csr_matrix((np.ones(P), (np.zeros(P, dtype=int), np.arange(P))), shape=(1, P + K * n))
-        res = optimize.linprog(obj, A_ub=A, b_ub=b, A_eq=eq, b_eq=[1.0], bounds=(0, None), method="highs")
+        psis = [self.psi.per_target(s)[g] for g, s in enumerate(cuts)]
+        K = np.array([s.size for s in cuts])
+        r0 = P  # r_gj at r0 + g n + j - 1
+        w0 = P + m * n  # w of group g, cut k, count j at w0 + (offset_g + k) n + j - 1
+        offset = np.concatenate([[0], np.cumsum(K)[:-1]])
+        nv = w0 + int(K.sum()) * n
+        rows, cols, vals, b = [], [], [], []
+        row = 0
+        # r_gj - p_j <= 0
+        for g in range(m):
+            idx = row + j - 1
+            rows += [idx, idx]
+            cols += [r0 + g * n + j - 1, j]
+            vals += [np.ones(n), -np.ones(n)]
+            row += n
+        b.append(np.zeros(m * n))
+        for g in range(m):
+            s = cuts[g]
+            for k in range(K[g]):
+                sig = max(1.0, s[k])
+                idx = row + j - 1
+                # s r_gj - p_{j-1} + r_{g,j-1} - w <= 0 (scaled by 1 / sig)
+                rows += [idx, idx, idx, idx[1:]]
+                cols += [r0 + g * n + j - 1, j - 1, w0 + (offset[g] + k) * n + j - 1, r0 + g * n + j[:-1] - 1]
+                vals += [np.full(n, s[k] / sig), np.full(n, -1.0 / sig), np.full(n, -1.0 / sig),
+                         np.full(n - 1, 1.0 / sig)]
+                b.append(np.zeros(n))
+                row += n
+                rows.append(np.full(n, row))
+                cols.append(w0 + (offset[g] + k) * n + j - 1)
+                vals.append(np.ones(n))
+                b.append(np.array([psis[g][k]]))
+                row += 1
+        A = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(row, nv))
+        b = np.concatenate(b)
+        # equalities: sum_g n_g r_gj - j p_j = 0 (j = 1..n), sum_j p_j = 1
+        erows = [np.repeat(j - 1, m), j - 1, np.full(P, n)]
+        ecols = [(r0 + np.arange(m)[None, :] * n + (j - 1)[:, None]).ravel(), j, np.arange(P)]
+        evals = [np.tile(self.sizes, n), -j.astype(float), np.ones(P)]
+        Aeq = sparse.csr_matrix((np.concatenate(evals), (np.concatenate(erows), np.concatenate(ecols))),
+                                shape=(n + 1, nv))
+        beq = np.zeros(n + 1)
+        beq[n] = 1.0
+        obj = np.zeros(nv)
+        obj[c:P] = 1.0
+        upper = np.ones(nv)
+        upper[w0:] = np.concatenate([np.repeat(np.maximum(psi, 0.0), n) for psi in psis])
+        res = optimize.linprog(-obj, A_ub=A, b_ub=b, A_eq=Aeq, b_eq=beq, bounds=(0, None), method="highs")
+        zero = [np.zeros(k) for k in K]
         if res.status != 0:
-            return 1.0, None, np.zeros(K)
-        y = np.maximum(-np.asarray(res.ineqlin.marginals), 0.0)
-        x = y[: K * n].reshape(K, n) / sigma[:, None]  # multipliers in the original units, x[k, j - 1]
-        z = np.maximum(y[K * n:] / sigma, x.max(axis=1))
-        # for x_kj in [0, z_k]: Pr[N >= c] <= sum_k z_k Psi_k + max_t (1[t >= c] - sum_kj x_kj (coefficient of p_t))
-        coef = np.zeros(P)
-        coef[1:] += (x * s[:, None]).sum(axis=0) * j
-        coef[:-1] -= x.sum(axis=0) * (n - j + 1)
-        certified = float(z @ psi + np.max((np.arange(P) >= c).astype(float) - coef))
-        return certified, np.maximum(res.x[:P], 0.0), z
+            return 1.0, None, None, zero
+        lam = np.maximum(-np.asarray(res.ineqlin.marginals), 0.0)
+        nu = -np.asarray(res.eqlin.marginals)
+        # for lam >= 0, any nu and every feasible x in the box [0, upper]:
+        # obj.x <= lam.b + nu.beq + sum_v upper_v max(0, (obj - A' lam - Aeq' nu)_v)
+        reduced = obj - A.T @ lam - Aeq.T @ nu
+        certified = float(lam @ b + nu @ beq + upper @ np.maximum(reduced, 0.0))
+        x = np.maximum(res.x, 0.0)
+        r = np.zeros((m, P))
+        r[:, 1:] = x[r0: w0].reshape(m, n)
+        budget = [m * n + offset[g] * (n + 1) + np.arange(K[g]) * (n + 1) + n for g in range(m)]
+        return certified, x[:P], r, [lam[ix] for ix in budget]
 
-    def _violated(self, p: np.ndarray, tol: float) -> np.ndarray:
-        """The s whose constraint p breaks by more than ``tol`` of Psi(s): the largest local maxima of the violation
-        on the dense grid, each refined to the continuous maximum between its neighbours (not for a decision)."""
-        n = self.n
-        j = np.arange(1, n + 1)
-        up, down = j * p[1:], (n - j + 1) * p[:-1]
-        dense = self._s_dense
+    def _violated(self, g: int, p: np.ndarray, r: np.ndarray, tol: float) -> np.ndarray:
+        """Group g's s whose constraint (p, r) breaks by more than ``tol`` of G_g*(s): the largest local maxima of the
+        violation on the dense grid, each refined to the continuous maximum between its neighbours (not for a
+        decision)."""
+        up, down = r[1:], p[:-1] - r[:-1]
+        dense, psi = self._dense[g], self._psi_dense[g]
         lhs = np.maximum(dense[:, None] * up[None, :] - down[None, :], 0.0).sum(axis=1)
-        viol = lhs - self._psi_dense
-        peaks = np.flatnonzero((viol > tol * (1e-6 + self._psi_dense)) & (viol >= np.roll(viol, 1)) & (viol >= np.roll(viol, -1)))
+        viol = lhs - psi
+        peaks = np.flatnonzero((viol > tol * (1e-9 + psi)) & (viol >= np.roll(viol, 1)) & (viol >= np.roll(viol, -1)))
         peaks = peaks[np.argsort(viol[peaks])[::-1][:_CUTS_PER_ROUND]]
         if tol >= _DECIDE_TOL:  # a decision: the grid's points are enough
             return dense[peaks]
         out = []
         for i in peaks:
             lo, hi = dense[max(i - 1, 0)], dense[min(i + 1, dense.size - 1)]
-            minus = lambda s: -(np.maximum(s * up - down, 0.0).sum() - float(self.psi(s)[0]))
+            minus = lambda s: -(np.maximum(s * up - down, 0.0).sum() - float(self.psi.per_target(s)[g, 0]))
             res = optimize.minimize_scalar(minus, bounds=(lo, hi), method="bounded", options={"xatol": 1e-9 * hi})
             out.append(float(res.x) if res.success and -res.fun > viol[i] else dense[i])
         return np.asarray(out, dtype=float)
 
 
-def _start(s_dense: np.ndarray, psi_dense: np.ndarray, n: int) -> np.ndarray:
-    """Starting cuts: _START_CUTS values of s, log-spaced over where the conjugate's slope (the A its tangent touches,
-    times n) is between _START_LOW and n - _START_LOW: outside, the constraints hold for every law of N."""
+def _start(s_dense: np.ndarray, psi_dense: np.ndarray) -> np.ndarray:
+    """Starting cuts of one group: _START_CUTS values of s, log-spaced over where the conjugate's slope (the success
+    probability its tangent touches) is between _START_LOW and its largest value less _START_LOW: outside, the
+    constraints hold for every law of N."""
     slope = np.gradient(psi_dense, s_dense)
     inside = np.flatnonzero((slope > _START_LOW) & (slope < slope.max() - _START_LOW))
     if inside.size < 2:
         return np.array(_S_START)
-    lo, hi = s_dense[inside[0]], s_dense[inside[-1]]
-    return np.geomspace(lo, hi, _START_CUTS)
+    return np.geomspace(s_dense[inside[0]], s_dense[inside[-1]], _START_CUTS)
 
 
 def prior_run_tail(profile: PrivacyProfile, dists: Distributions, v: int) -> float:
