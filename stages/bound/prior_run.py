@@ -22,7 +22,8 @@ upper bound on Pr[N >= c] for every mechanism with the profile and every attack 
 On uniform priors G is MMC's (k - 1) g, and the LP holds every one of MMC's constraints (Theorem 3.1 for all T, where
 their recursion uses the tail sets only), so it is never above MMC's bound; on skewed priors it sees the whole prior.
 The conjugate depends on the priors' distinct probabilities and their multiplicities only, so the LP's size is n,
-not the domain's.
+not the domain's. On priors that differ, the LP keeps up to MAX_GROUPS groups of targets, each with its own
+constraints (the same lemma per target, averaged within the group), so it sees how the priors differ.
 """
 from __future__ import annotations
 
