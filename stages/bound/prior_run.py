@@ -33,7 +33,7 @@ import numpy as np
 from scipy import optimize, sparse, special
 
 from .profiles import ApproxDP, PrivacyProfile
-from .whole_prior import Distributions, _profile_lines
+from .whole_prior import _EPS_LINES_MAX, Distributions, _profile_lines
 
 __all__ = ["PRIOR_RUN_THEOREM", "PRIOR_RUN_VERSION", "PRIOR_RUN_MAX_TARGETS", "MAX_GROUPS", "Conjugate", "PriorRun",
            "prior_run_counts", "prior_run_tail"]
@@ -47,8 +47,6 @@ MAX_GROUPS = 2
 #: The most targets Theorem 4 runs on: its LP has ~ n (cuts + 2) variables per group (a count takes 3.5 s at n = 100, 30 s at n = 300).
 PRIOR_RUN_MAX_TARGETS = 200
 
-#: Lines of the profile's trade-off curve with eps above this are dropped (only loosens the bound).
-_EPS_CAP = 20.0
 #: Added to every conjugate value, relative to the objective's slope at the optimum: the floating-point vertex of the
 #: trade-off curve's piecewise-linear lower bound may sit a few ulps off the true one.
 _VERTEX_SLACK = 1e-13
@@ -150,11 +148,9 @@ class Conjugate:
 def _envelope(profile: PrivacyProfile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The vertices a of g_lines = max(0, the profile's hockey-stick lines) on [0, 1], g_lines there, and the slope
     right of each vertex but the last (ascending)."""
-    eps, deltas = _profile_lines(profile)
-    if isinstance(profile, ApproxDP):  # its own (eps, delta): the two lines that are its whole trade-off curve
+    eps, deltas = _profile_lines(profile)  # Theorem 3's lines (eps <= _EPS_LINES_MAX)
+    if isinstance(profile, ApproxDP) and profile.eps <= _EPS_LINES_MAX:  # its own two lines: its whole curve
         eps, deltas = np.append(eps, float(profile.eps)), np.append(deltas, float(profile.delta_))
-    keep = eps <= _EPS_CAP
-    eps, deltas = eps[keep], deltas[keep]
     slope = np.concatenate([[0.0], np.exp(-eps), np.exp(eps)])
     inter = np.concatenate([[0.0], -np.exp(-eps) * deltas, 1.0 - deltas - np.exp(eps)])
     order = np.lexsort((inter, slope))  # ascending slope; of equal slopes the highest line last
