@@ -41,7 +41,7 @@ from stages._progress import Progress  # the one progress display
 from pipeline.record import AttackPlay, PlayedGame
 from pipeline.io import confidence_key, plain
 from stages.bound import _validate
-from stages.bound.box import PlayedTrials, group_prior_success
+from stages.bound.box import PlayedTrials, TrialLaws, group_prior_success
 from stages.mechanism import DEFAULT_DELTA
 
 __all__ = [
@@ -489,8 +489,8 @@ def bound_of(boxes: Boxes, summary: PlayedTrials, confidences: np.ndarray, laws:
         theorem = boundary.bound_theorem(box, *args[:4])
         by_confidence = {confidence_key(c): w for c, w in winners.items()}
     elif boundary.mixes_trials(box):
-        # a bound over the mixture of the trials (Theorem 3.2) that reads the laws only through the played p_i
-        bound, winners = box.compute_theorems(profile, laws[0], metric, summary, confidences)
+        # a bound over the mixture of the trials (Theorem 3.2; Theorem 3 averaged): every trial's law at once
+        bound, winners = box.compute_theorems(profile, TrialLaws(tuple(laws)), metric, summary, confidences)
         per_trial = None
         theorem = boundary.bound_theorem(box, profile, laws[0], metric, summary)
         by_confidence = {confidence_key(c): w for c, w in winners.items()}

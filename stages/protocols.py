@@ -36,7 +36,8 @@ pipeline/boundary.py (one function per hook, HOOKS lists them), never off a box 
   the guess; default: guess), ``observed()`` (per-trial numbers the attack reports, e.g. a fitted temperature;
   default {}), ``label`` (default its name), ``k`` (default None: the first trial's guesses tell).
 - bound: ``theorem(...)`` (default None: no theorem record), ``compute_per_trial(...)`` (default None),
-  ``mixes_trials`` (per-trial laws bounded once over their mixture; default False).
+  ``mixes_trials`` (per-trial laws bounded once over their mixture, default False; under per-trial laws a box
+  with it gets, as its ``prior``, every trial's law in trial order, a ``stages.bound.box.TrialLaws``).
 
 Compatibility is declared on the classes, so the game refuses a combination before anything is built:
 ``Prior.provides`` (what its records are), ``Mechanism.needs_prior`` and ``Attack.needs_prior`` (what

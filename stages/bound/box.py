@@ -20,7 +20,7 @@ import numpy as np
 from stages.bound import _validate
 from stages.bound.theorems import Priors
 
-__all__ = ["PlayedTrials", "played_trials", "group_prior_success", "guesses_per_trial", "guesses_per_target", "as_confidences",
+__all__ = ["PlayedTrials", "TrialLaws", "played_trials", "group_prior_success", "guesses_per_trial", "guesses_per_target", "as_confidences",
            "count_dict", "set_valued_success", "prior_collision", "prior_distributions", "bound_theorem"]
 
 
@@ -89,6 +89,26 @@ class PlayedTrials:
         return np.add.reduceat(self.values * self.counts, self.offsets[:-1])
 
 
+@dataclass(frozen=True)
+class TrialLaws:
+    """Every trial's law, in trial order: what a box whose bound is over the mixture of the trials (``mixes_trials``)
+    gets as its ``prior`` when the laws differ per trial (prior.per_trial, e.g. BayNet given each trial's known
+    columns). ``first`` is the law the trials share their domain and guess count with."""
+
+    laws: tuple
+
+    def __post_init__(self) -> None:
+        if not self.laws:
+            raise ValueError("TrialLaws needs at least one trial's law, got none.")
+
+    @property
+    def first(self):
+        return self.laws[0]
+
+    def __len__(self) -> int:
+        return len(self.laws)
+
+
 def group_prior_success(p) -> tuple[np.ndarray, np.ndarray]:
     """(distinct values, multiplicities) of one trial's prior successes p (n,)."""
     values, counts = np.unique(np.asarray(p, dtype=float).reshape(-1), return_counts=True)
@@ -115,12 +135,19 @@ def guesses_per_target(trials) -> int:
 
 
 def played_trials(prior, metric, trials) -> PlayedTrials:
-    """PlayedTrials as they are, or computed from guesses (R, n, k) with the prior and the metric."""
+    """PlayedTrials as they are, or computed from guesses (R, n, k) with the prior (or each trial's law, TrialLaws)
+    and the metric."""
     if isinstance(trials, PlayedTrials):
         return trials
     guesses = guesses_per_trial(trials)
-    return PlayedTrials.from_groups([group_prior_success(prior.success_probability(z, metric)) for z in guesses],
-                                    guesses.shape[2], guesses.shape[1])
+    if isinstance(prior, TrialLaws):
+        if len(prior) != len(guesses):
+            raise ValueError(f"trials must hold one trial per law ({len(prior)} laws), got {len(guesses)} trials.")
+        laws = prior.laws
+    else:
+        laws = [prior] * len(guesses)
+    return PlayedTrials.from_groups([group_prior_success(law.success_probability(z, metric))
+                                     for law, z in zip(laws, guesses)], guesses.shape[2], guesses.shape[1])
 
 
 def as_confidences(confidences) -> np.ndarray:
@@ -169,7 +196,11 @@ def prior_collision(prior) -> np.ndarray | None:
 
 def prior_distributions(prior):
     """Each target's whole prior (stages.bound.whole_prior.Distributions) from the prior's probability matrix
-    (n, domain), or None when the prior has none (the theorems then see p_i = max pi_i only)."""
+    (n, domain), or None when the prior has none (the theorems then see p_i = max pi_i only). For TrialLaws, one per
+    trial (a list), or None when a trial's law has none."""
+    if isinstance(prior, TrialLaws):
+        out = [prior_distributions(law) for law in prior.laws]
+        return None if any(d is None for d in out) else out
     probabilities = getattr(prior, "probabilities", None)
     if probabilities is None:
         return None

@@ -8,43 +8,65 @@ exact guess and for set-valued success alike. Each trial's prior successes go to
 """
 from __future__ import annotations
 
-from stages.bound.box import as_confidences, bound_theorem, count_dict, guesses_per_target, played_trials
-from stages.bound.theorems import expected_count_bound
+from stages.bound.box import (TrialLaws, as_confidences, bound_theorem, count_dict, guesses_per_target, played_trials,
+                              prior_distributions)
+from stages.bound.prior_run import PRIOR_RUN_THEOREM, PRIOR_RUN_VERSION
+from stages.bound.theorems import (EXPECTED_BOUND_VERSION, EXPECTED_PRIOR_RUN_THEOREM, EXPECTED_THEOREM,
+                                   EXPECTED_WHOLE_PRIOR_THEOREM, MMC_THEOREM, SPLIT_THEOREM, expected_count_bounds, winner)
+from stages.bound.whole_prior import WHOLE_PRIOR_THEOREM, WHOLE_PRIOR_VERSION
 
 __all__ = ["ExpectedBound"]
 
-THEOREM = "Theorem 3.2 with the split budget (THEORY.md Thm 2), averaged over the trials"
+THEOREM = EXPECTED_THEOREM
+PURE_THEOREM = "Theorem 3.1 at the profile's eps (eps-DP), averaged over the trials"
 
 
 class ExpectedBound:
-    """expected_count_bound(profile, p_runs, confidence) with p_runs[r, i] the prior success of trial r's guesses."""
+    """expected_count_bounds(profile, p_runs, confidence) with p_runs[r, i] the prior success of trial r's guesses,
+    and for one exact guess each target's whole prior where the prior gives it (``distributions``)."""
 
     name = "expected"
-    #: Its bound is over the mixture of the trials and reads the law only through the played p_i: with a law per
-    #: trial (prior=baynet) the game computes it once over all trials (valid for the mixture: THEORY.md Thm 2,
-    #: the minimum over J and eps taken after averaging), not trial by trial (one release is not an average).
+    #: Its bound is over the mixture of the trials: with a law per trial (prior=baynet) the game computes it once
+    #: over all trials (valid for the mixture: THEORY.md Thm 2, the minimum over J and eps taken after averaging;
+    #: Theorem 3 likewise, section 8), not trial by trial (one release is not an average), and hands it every
+    #: trial's law (``TrialLaws``).
     mixes_trials = True
 
     def compute(self, profile, prior, metric, trials, confidences) -> dict[float, int]:
         """{confidence: c} estimated over the trials (PlayedTrials, or guesses of shape (R, n, k))."""
+        return self.compute_theorems(profile, prior, metric, trials, confidences)[0]
+
+    def compute_theorems(self, profile, prior, metric, trials, confidences) -> tuple[dict[float, int], dict[float, str]]:
+        """({confidence: c}, {confidence: the theorem that gave c}): Theorem 2 over the trials, with the whole prior
+        (one exact guess; ``prior`` a fixed prior or TrialLaws) the minimum over the theorems that bound the trials'
+        mixture (stages.bound.theorems.expected_count_bounds)."""
         levels = as_confidences(confidences)
         played = played_trials(prior, metric, trials)
         p_runs = [played.priors(r) for r in range(len(played))]
-        set_valued = self.theorem(profile, prior, metric, trials)["set_valued"]
-        return count_dict(levels, expected_count_bound(profile, p_runs, levels, set_valued=set_valued))
+        info = self.theorem(profile, prior, metric, trials)
+        set_valued = info["set_valued"]
+        dists = None if set_valued else prior_distributions(prior)
+        if isinstance(dists, list) and len(dists) != len(p_runs):
+            dists = None  # pragma: no cover - the game hands one law per played trial
+        counts, by = expected_count_bounds(profile, p_runs, levels, distributions=dists, set_valued=set_valued)
+        own = {EXPECTED_THEOREM: info["theorem"], SPLIT_THEOREM: f"{SPLIT_THEOREM}, a-priori guesses z*"}
+        names = {name: own.get(name, name) for name in by}
+        return count_dict(levels, counts), {float(c): names[w] for c, w in zip(levels, winner(by))}
 
-
-    def compute_theorems(self, profile, prior, metric, trials, confidences) -> tuple[dict[float, int], dict[float, str]]:
-        """({confidence: c}, {confidence: the theorem that gave c}): this box has one theorem (``theorem``)."""
-        counts = self.compute(profile, prior, metric, trials, confidences)
-        name = self.theorem(profile, prior, metric, trials)["theorem"]
-        return counts, {c: name for c in counts}
     def theorem(self, profile, prior, metric, trials) -> dict:
-        """{"theorem", "set_valued", "reason", "version"}: Theorem 3.2 (Theorem 3.1 averaged if eps-DP)."""
-        out = bound_theorem(profile, metric, guesses_per_target(trials), getattr(prior, "domain_size", None),
-                            THEOREM, "Theorem 3.1 at the profile's eps (eps-DP), averaged over the trials")
+        """{"theorem", "set_valued", "reason", "version"}: Theorem 3.2 (Theorem 3.1 averaged if eps-DP); with one
+        exact guess the theorems using the whole prior join the minimum (``candidates``) where the prior gives it."""
+        first = prior.first if isinstance(prior, TrialLaws) else prior
+        out = bound_theorem(profile, metric, guesses_per_target(trials), getattr(first, "domain_size", None),
+                            THEOREM, PURE_THEOREM)
         if out["set_valued"] and "eps-DP" not in out["reason"]:
             out["reason"] = "success is set-valued: each target's extra-success budget is still <= delta(eps)"
+        if not out["set_valued"]:
+            out["version"] = EXPECTED_BOUND_VERSION
+            out["candidates"] = [out["theorem"], f"{SPLIT_THEOREM}, a-priori guesses z*", WHOLE_PRIOR_THEOREM,
+                                 EXPECTED_WHOLE_PRIOR_THEOREM, MMC_THEOREM, PRIOR_RUN_THEOREM, EXPECTED_PRIOR_RUN_THEOREM]
+            out["whole_prior_version"] = WHOLE_PRIOR_VERSION
+            out["prior_run_version"] = PRIOR_RUN_VERSION
         return out
 
     def params(self) -> dict:

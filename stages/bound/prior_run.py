@@ -36,7 +36,7 @@ from .profiles import ApproxDP, PrivacyProfile
 from .whole_prior import _EPS_LINES_MAX, Distributions, _profile_lines
 
 __all__ = ["PRIOR_RUN_THEOREM", "PRIOR_RUN_VERSION", "PRIOR_RUN_MAX_TARGETS", "MAX_GROUPS", "Conjugate", "PriorRun",
-           "prior_run_counts", "prior_run_tail"]
+           "prior_run_counts", "prior_run_tail", "pooled_conjugate", "expected_prior_run_counts"]
 
 #: Name and version of Theorem 4 in every output.
 PRIOR_RUN_THEOREM = "whole-prior one-run count (THEORY.md Thm 4)"
@@ -76,19 +76,26 @@ class Conjugate:
     form Phi(Phi^-1(a) - mu), else the upper envelope of the hockey-stick lines b >= e^-eps (a - delta(eps)) and
     b >= 1 - delta(eps) - e^eps (1 - a) on the profile's eps grid (a lower bound on g, so psi only grows)."""
 
-    def __init__(self, profile: PrivacyProfile, dists: Distributions, groups=None):
-        self.probs = np.concatenate([s.probs for s in dists.shapes])
-        groups = [[i] for i in range(len(dists.shapes))] if groups is None else groups
-        # (groups, probabilities): row g holds the multiplicities of the values, averaged over the targets of group g
-        # (G_g* = the mean of its targets' G_i*: the conjugate of their averaged lemma, THEORY.md section 9)
-        self.member = np.zeros((len(groups), self.probs.size))
-        self.counts = np.zeros(len(groups))
-        starts = np.concatenate([[0], np.cumsum([s.probs.size for s in dists.shapes])])
-        for g, members in enumerate(groups):
-            for i in members:
-                self.member[g, starts[i]: starts[i + 1]] += dists.shapes[i].mult * dists.counts[i]
-            self.counts[g] = float(np.sum(dists.counts[list(members)]))
-            self.member[g] /= self.counts[g]
+    def __init__(self, profile: PrivacyProfile, dists: Distributions | None, groups=None, *, weights=None):
+        """Groups of ``dists``' distinct priors (lists of indices; one group per prior by default), or ``weights`` =
+        (probabilities, member, counts) given directly: row g of ``member`` the multiplicity of each probability per
+        target of group g, averaged over the group, and ``counts[g]`` the group's size (``pooled_conjugate``)."""
+        if weights is not None:
+            self.probs, self.member, self.counts = (np.asarray(w, dtype=float) for w in weights)
+        else:
+            self.probs = np.concatenate([s.probs for s in dists.shapes])
+            groups = [[i] for i in range(len(dists.shapes))] if groups is None else groups
+            # (groups, probabilities): row g holds the multiplicities of the values, averaged over the targets of
+            # group g (G_g* = the mean of its targets' G_i*: the conjugate of their averaged lemma, THEORY.md
+            # section 9)
+            self.member = np.zeros((len(groups), self.probs.size))
+            self.counts = np.zeros(len(groups))
+            starts = np.concatenate([[0], np.cumsum([s.probs.size for s in dists.shapes])])
+            for g, members in enumerate(groups):
+                for i in members:
+                    self.member[g, starts[i]: starts[i + 1]] += dists.shapes[i].mult * dists.counts[i]
+                self.counts[g] = float(np.sum(dists.counts[list(members)]))
+                self.member[g] /= self.counts[g]
         mu = profile.gdp_mu()
         self.mu = None if mu is None else float(mu)
         if self.mu is None:
@@ -186,13 +193,16 @@ class PriorRun:
     value returned is the Lagrangian bound of the solution's multipliers (weak duality with the implied box
     p, r <= 1, w <= G_g*(s)), valid whatever the solver's accuracy and however few cuts were used."""
 
-    def __init__(self, profile: PrivacyProfile, dists: Distributions):
-        self.n = dists.n
-        # at most MAX_GROUPS groups: the distinct priors in runs of similar p, each run's lemma averaged over its targets
-        order = np.argsort([sh.p for sh in dists.shapes], kind="stable")
-        groups = [list(run) for run in np.array_split(order, min(MAX_GROUPS, len(order)))]
-        self.psi = Conjugate(profile, dists, groups)
+    def __init__(self, profile: PrivacyProfile, dists: Distributions | None, psi: "Conjugate | None" = None):
+        if psi is None:
+            # at most MAX_GROUPS groups: the distinct priors in runs of similar p, each run's lemma averaged over its
+            # targets
+            order = np.argsort([sh.p for sh in dists.shapes], kind="stable")
+            groups = [list(run) for run in np.array_split(order, min(MAX_GROUPS, len(order)))]
+            psi = Conjugate(profile, dists, groups)
+        self.psi = psi
         self.sizes = self.psi.counts
+        self.n = int(round(float(np.sum(self.sizes))))
         self._dense, self._psi_dense, self._start = [], [], []
         for g in range(self.sizes.size):
             kinks = self.psi.kinks(g)
@@ -341,6 +351,38 @@ class PriorRun:
             res = optimize.minimize_scalar(minus, bounds=(lo, hi), method="bounded", options={"xatol": 1e-9 * hi})
             out.append(float(res.x) if res.success and -res.fun > viol[i] else dense[i])
         return np.asarray(out, dtype=float)
+
+
+def pooled_conjugate(profile: PrivacyProfile, runs: list[Distributions], groups: int = MAX_GROUPS) -> Conjugate:
+    """The conjugate of Theorem 4 over the mixture of R runs (THEORY.md section 9, "Over the trials"): in every run the
+    targets sorted by p are cut into ``groups`` blocks of the same sizes (np.array_split of n), and block g's G_g* is
+    the mean over the runs of the mean over the block's targets of their conjugates. The LP with it bounds the mean
+    over the runs of Pr_r[N >= c]."""
+    n = runs[0].n
+    sizes = np.array([len(b) for b in np.array_split(np.arange(n), min(groups, n))], dtype=np.int64)
+    edges = np.concatenate([[0], np.cumsum(sizes)])
+    probs, blocks = [], []
+    for dists in runs:
+        order = np.argsort([sh.p for sh in dists.shapes], kind="stable")
+        start = 0
+        for i in order:  # shape i's targets occupy ranks [start, start + counts[i]) of the run
+            sh, count = dists.shapes[i], int(dists.counts[i])
+            # how many of them fall in each block
+            share = np.clip(np.minimum(edges[1:], start + count) - np.maximum(edges[:-1], start), 0, None)
+            probs.append(sh.probs)
+            blocks.append(share[:, None] * sh.mult[None, :])
+            start += count
+    member = np.concatenate(blocks, axis=1).astype(float) / (len(runs) * sizes[:, None])
+    return Conjugate(profile, None, weights=(np.concatenate(probs), member, sizes))
+
+
+def expected_prior_run_counts(profile: PrivacyProfile, runs: list[Distributions], targets, hint=None) -> list[int]:
+    """Theorem 4 over the mixture of the runs (``pooled_conjugate``): the smallest c with mean_r Pr_r[N >= c + 1]
+    bounded by the target, for each target."""
+    run = PriorRun(profile, None, pooled_conjugate(profile, runs))
+    targets = np.atleast_1d(np.asarray(targets, dtype=float))
+    hints = np.full(targets.shape, run.n // 2) if hint is None else np.atleast_1d(hint)
+    return [_smallest_count(run, float(t), int(min(max(h, 0), run.n))) for t, h in zip(targets, hints)]
 
 
 def _start(s_dense: np.ndarray, psi_dense: np.ndarray) -> np.ndarray:

@@ -638,16 +638,25 @@ class WholePriorRun:
         self.profile, self.dists, self.n = profile, dists, dists.n
         self.p, self.counts = dists.p, dists.counts
         self.cache: dict = {}
+        # from _FAST_FROM targets the search reads S_t's normal approximation (only to steer it: every count and
+        # bound returned is evaluated with the exact law, ``exact=True``), as the split theorem's _count_fast does
+        self.approximate = self.n >= _FAST_FROM
 
     def at(self, t: float, exact: bool = True):
-        """(tail of S_t, budget m(t)); ``exact=False`` may read the budget from chords (valid, cheaper)."""
+        """(tail of S_t, budget m(t)); ``exact=False`` may read the budget from chords (valid, cheaper) and, from
+        _FAST_FROM targets, the tail from S_t's normal approximation (not a bound: for the search only)."""
         t = float(t)
         hit = self.cache.get(t)
         if hit is None or (exact and not hit[2]):
             q = whole_prior.thresholds(t, self.p)
-            tail = hit[0] if hit is not None else distribution_grouped(q, self.counts).tail()
+            if hit is not None and (hit[3] or not exact):
+                tail, tail_exact = hit[0], hit[3]
+            elif exact or not self.approximate:
+                tail, tail_exact = distribution_grouped(q, self.counts).tail(), True
+            else:
+                tail, tail_exact = _normal_tail(float(q @ self.counts), float((q * (1.0 - q)) @ self.counts), self.n), False
             m = float(self.counts @ whole_prior.budgets(self.profile, self.dists, t, exact=exact))
-            hit = self.cache[t] = (tail, m, exact)
+            hit = self.cache[t] = (tail, m, exact, tail_exact)
         return hit[:2]
 
     def objective(self, t: float, v: int, exact: bool = True) -> float:
@@ -726,6 +735,59 @@ def whole_prior_counts(profile: PrivacyProfile, dists: Distributions, targets: n
     return out
 
 
+class ExpectedWholePriorRun(WholePriorRun):
+    """Theorem 3 over the mixture of R trials, each with its own priors (THEORY.md section 8, "Over the trials"):
+    at every t the trials' tails of S_t and budgets m(t) averaged, so that min over (t, J) of
+    (sum_{i<=J} mean_r T_r(v - i) + mean_r m_r) / (J + 1) bounds the mean over the trials of Pr_r[N >= v]."""
+
+    def __init__(self, profile: PrivacyProfile, runs: list[Distributions]):
+        self.parts = [WholePriorRun(profile, d) for d in runs]
+        self.profile, self.n, self.cache = profile, self.parts[0].n, {}
+
+    def at(self, t: float, exact: bool = True):
+        t = float(t)
+        hit = self.cache.get(t)
+        if hit is None or (exact and not hit[2]):
+            parts = [part.at(t, exact) for part in self.parts]
+            hit = self.cache[t] = (mean_tail([tail for tail, _ in parts], self.n),
+                                   float(np.mean([m for _, m in parts])), exact, exact)
+        return hit[:2]
+
+    def solve_nodes(self) -> None:
+        for part in self.parts:
+            part.solve_nodes()
+
+
+def expected_whole_prior_counts(profile: PrivacyProfile, runs: list[Distributions], targets: np.ndarray) -> list[int]:
+    """Theorem 3 averaged over the trials (``ExpectedWholePriorRun``): the smallest c with bound(c + 1) <= target."""
+    run = ExpectedWholePriorRun(profile, runs)
+    out = []
+    for target in targets:
+        t = run.minimise(lambda t, exact: run.smallest_passing(t, float(target), exact))
+        out.append(run.smallest_passing(t, float(target)) - 1)
+    return out
+
+
+def expected_whole_prior_tail(profile: PrivacyProfile, runs: list[Distributions], v: int) -> tuple[float, float, float]:
+    """(Theorem 3 averaged over the trials' priors: a bound on the mean of Pr_r[successes >= v], the t attaining it,
+    the standard error over the trials of their own values at that t and J)."""
+    run = ExpectedWholePriorRun(profile, runs)
+    t = run.minimise(lambda t, exact: run.objective(t, v, exact))
+    value = run.objective(t, v)
+    own = [budget_value(tail, int(v), m) for tail, m in (part.at(t) for part in run.parts)]
+    se = float(np.std(own, ddof=1) / math.sqrt(len(own))) if len(own) > 1 else math.nan
+    return value, t, se
+
+
+def mean_tail(tails: list[Tail], n: int) -> Tail:
+    """The mean of tails of laws on 0..n: every tail is 1 up to its offset and constant from its end on, so is
+    their mean (the mean of valid upper bounds on Pr[S_r >= .] bounds the mixture's)."""
+    lo = min(t.offset for t in tails)
+    u = np.arange(lo - 1, max(t.offset + len(t.ext) - 2 for t in tails) + 1)
+    mean = np.minimum(1.0, np.array([t(u) for t in tails]).mean(axis=0))
+    return Tail(lo, mean, n)
+
+
 # --------------------------------------------------------------------------------------------
 # Theorem 3.2: the tails averaged over R runs of the mechanism
 # --------------------------------------------------------------------------------------------
@@ -751,11 +813,6 @@ class ExpectedRun(OneRun):
         eps = float(eps)
         if eps not in self.cache:
             d = self.profile.delta_upper(eps)
-            tails = self.per_run(eps)
-            # every run's tail is 1 up to its offset and constant from its end on, so is their mean
-            lo = min(t.offset for t in tails)
-            u = np.arange(lo - 1, max(t.offset + len(t.ext) - 2 for t in tails) + 1)
-            mean = np.minimum(1.0, np.array([t(u) for t in tails]).mean(axis=0))
-            self.cache[eps] = (Tail(lo, mean, self.n), self.n * d)
+            self.cache[eps] = (mean_tail(self.per_run(eps), self.n), self.n * d)
         return self.cache[eps]
 

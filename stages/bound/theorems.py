@@ -32,14 +32,15 @@ from stages._bisect import NOISE_RTOL, bisect, double_until, smallest_noise
 from . import _validate, prior_run, whole_prior
 from .priors import Priors, beta, budget_weights, grouped, pure_tail
 from .profiles import DPSGD, GAMES, ApproxDP, ComposedGaussian, PrivacyProfile, for_game, pure_epsilon_of
-from .search import (EPS_CEILING, ExpectedRun, OneRun, WholePriorRun, count_search, minimise_over_eps, split_counts,
-                     whole_prior_counts, whole_prior_tail)
+from .search import (EPS_CEILING, ExpectedRun, OneRun, WholePriorRun, count_search, expected_whole_prior_counts,
+                     expected_whole_prior_tail, minimise_over_eps, split_counts, whole_prior_counts, whole_prior_tail)
 from .whole_prior import Distributions
 
 __all__ = [
     "Priors", "beta", "budget_weights", "pure_epsilon_of", "EPS_CEILING",
     "pure_dp_tail", "pure_dp_count_bound", "tail_bound", "tail_bound_at", "split_tail_bound",
-    "count_bound", "count_bounds", "winner", "expected_tail", "expected_count_bound",
+    "count_bound", "count_bounds", "winner", "expected_tail", "expected_count_bound", "expected_count_bounds",
+    "EXPECTED_THEOREM", "EXPECTED_WHOLE_PRIOR_THEOREM", "EXPECTED_PRIOR_RUN_THEOREM", "EXPECTED_BOUND_VERSION",
     "success_bound", "advantage_bound", "eps_protect", "calibrate_noise",
     "SPLIT_THEOREM", "SPLIT_THEOREM_VERSION", "DEFAULT_BOUND_VERSION", "MMC_THEOREM", "MMC_MAX_TARGETS",
     "PURE_THEOREM",
@@ -57,6 +58,14 @@ SPLIT_THEOREM_VERSION = 2
 #: Theorem 1 (version 2), Theorem 3 (the whole prior, whole_prior.WHOLE_PRIOR_VERSION) and Theorem 3.1; 4 = also
 #: Theorem 4 (MMC's one-run argument with the whole prior, prior_run.PRIOR_RUN_VERSION) for n <= PRIOR_RUN_MAX_TARGETS.
 DEFAULT_BOUND_VERSION = 4
+#: Theorem 2 (the expected box) and its whole-prior companion, averaged over the trials.
+EXPECTED_THEOREM = "Theorem 3.2 with the split budget (THEORY.md Thm 2), averaged over the trials"
+EXPECTED_WHOLE_PRIOR_THEOREM = "whole-prior theorem (THEORY.md Thm 3), averaged over the trials"
+EXPECTED_PRIOR_RUN_THEOREM = "whole-prior one-run count (THEORY.md Thm 4), averaged over the trials"
+#: The expected box's version: 1 = Theorem 2 alone; 2 = with the targets' whole priors (one exact guess), the minimum
+#: of Theorem 2 and, for one prior shared by every trial, count_bounds' theorems (a bound on every trial is one on
+#: their mixture), for a prior per trial, Theorems 3 and 4 over the trials (THEORY.md sections 8 and 9).
+EXPECTED_BOUND_VERSION = 2
 
 
 def _check_set_valued(set_valued) -> bool:
@@ -446,7 +455,41 @@ def _runs(p_runs) -> list[Priors]:
     return runs
 
 
-def expected_tail(profile, p_runs, v, *, eps=None, game: str = "reconstruction", set_valued: bool = False):
+def _run_distributions(distributions, runs: list[Priors]):
+    """(one Distributions shared by every run, or None; one per run, or None) from expected_*'s ``distributions``.
+
+    One prior for every run: a Distributions, a 2-d array (n, d) or a sequence of 1-d arrays (one per target). A
+    prior per run: a 3-d array (R, n, d) or a sequence of R Distributions / 2-d arrays. Runs whose priors are all
+    equal share them."""
+    if distributions is None:
+        return None, None
+    per_run = None
+    if isinstance(distributions, np.ndarray) and distributions.ndim == 3:
+        per_run = list(distributions)
+    elif isinstance(distributions, (list, tuple)) and distributions and all(
+            isinstance(d, Distributions) or (isinstance(d, np.ndarray) and d.ndim == 2) for d in distributions):
+        per_run = list(distributions)
+    n = runs[0].n
+    if per_run is None:
+        shared = Distributions.of(distributions)
+        if shared.n != n:
+            raise ValueError(f"distributions must describe the runs' {n} targets, got {shared.n} distributions.")
+        return shared, None
+    if len(per_run) != len(runs):
+        raise ValueError(f"distributions must give one prior per run ({len(runs)} runs) or one for all of them, got "
+                         f"{len(per_run)}.")
+    dists = [Distributions.of(d, name=f"distributions[{r}]") for r, d in enumerate(per_run)]
+    for r, d in enumerate(dists):
+        if d.n != n:
+            raise ValueError(f"distributions[{r}] must describe the runs' {n} targets, got {d.n} distributions.")
+    key = lambda d: (tuple(sh.key for sh in d.shapes), d.counts.tobytes())
+    if len({key(d) for d in dists}) == 1:
+        return dists[0], None
+    return None, dists
+
+
+def expected_tail(profile, p_runs, v, *, eps=None, distributions=None, game: str = "reconstruction",
+                  set_valued: bool = False):
     """Theorem 3.2 (THEORY.md, Theorem 2), estimated from R runs of the mechanism:
 
     Pr[successes >= v] <= min_J (sum_{i=0}^{J} E_a[Pr[S*_eps(a) >= v - i]] + n delta(eps)) / (J + 1)
@@ -463,16 +506,44 @@ def expected_tail(profile, p_runs, v, *, eps=None, game: str = "reconstruction",
     valley refined) unless given (the minimum of a noisy estimate is slightly optimistic; fix eps in
     advance for a strict test). An eps-DP profile uses its own eps only (Theorem 3.1 averaged over
     the runs); an ``eps`` below it is refused (see ``pure_epsilon_of``).
+
+    ``distributions`` (one exact guess only): each target's whole prior, one for every run or one per run (as
+    ``expected_count_bounds`` takes them); the value is then the smaller of Theorem 2's and, for one shared prior,
+    ``tail_bound``'s with it (a bound on every run; standard error 0), for a prior per run, Theorem 3 averaged over
+    the runs (standard error of the runs' own values at its t and J) and, up to prior_run.PRIOR_RUN_MAX_TARGETS
+    targets, Theorem 4 over the runs (standard error 0). Without ``eps``.
     """
     profile = _profile(profile, game)
-    _check_set_valued(set_valued)
+    set_valued = _check_set_valued(set_valued)
     runs = _runs(p_runs)
     n = runs[0].n
     v = _validate.integer("v", v)
+    shared, per_run = _run_distributions(distributions, runs)
+    if (shared is not None or per_run is not None) and (set_valued or eps is not None):
+        raise ValueError("distributions= takes one exact guess per target and no fixed eps (the whole-prior theorem "
+                         f"has its own threshold), got set_valued={set_valued!r}, eps={eps!r}; drop one of them.")
     if v <= 0:
         return 1.0, 0.0
     if v > n:
         return 0.0, 0.0
+    value, se = _expected_split_tail(profile, runs, v, eps)
+    if shared is not None:
+        whole = float(tail_bound(profile, None, v, distributions=shared))
+        if whole < value:
+            value, se = whole, 0.0
+    elif per_run is not None:
+        whole, _, whole_se = expected_whole_prior_tail(profile, per_run, v)
+        if whole < value:
+            value, se = whole, whole_se
+        if n <= prior_run.PRIOR_RUN_MAX_TARGETS:
+            pooled = prior_run.PriorRun(profile, None, prior_run.pooled_conjugate(profile, per_run)).tail(v)
+            if pooled < value:
+                value, se = pooled, 0.0  # a bound on the mixture from the runs' priors (no estimate of a mean)
+    return float(value), se
+
+
+def _expected_split_tail(profile: PrivacyProfile, runs: list[Priors], v: int, eps) -> tuple[float, float]:
+    """Theorem 2's value and standard error (expected_tail without the whole priors)."""
     pure = pure_epsilon_of(profile)
     run = ExpectedRun(profile, runs)
     if eps is not None:
@@ -491,16 +562,56 @@ def expected_tail(profile, p_runs, v, *, eps=None, game: str = "reconstruction",
     return float(value), se
 
 
-def expected_count_bound(profile, p_runs, confidence=0.95, *, game: str = "reconstruction", set_valued: bool = False):
+def expected_count_bound(profile, p_runs, confidence=0.95, *, distributions=None, game: str = "reconstruction",
+                         set_valued: bool = False):
     """The smallest c with expected_tail(profile, p_runs, c + 1) <= 1 - confidence (an estimate).
 
-    ``game`` and ``set_valued`` as in expected_tail; an eps-DP profile uses its own eps only.
+    ``game`` and ``set_valued`` as in expected_tail; an eps-DP profile uses its own eps only. ``distributions``
+    as in ``expected_count_bounds``, whose minimum this returns.
+    """
+    return expected_count_bounds(profile, p_runs, confidence, distributions=distributions, game=game,
+                                 set_valued=set_valued)[0]
+
+
+def expected_count_bounds(profile, p_runs, confidence=0.95, *, distributions=None, game: str = "reconstruction",
+                          set_valued: bool = False):
+    """(counts, {theorem name: counts}): Theorem 2's counts over the runs and, with ``distributions`` (each target's
+    whole prior; one exact guess only), the other theorems that bound the mixture of the runs; ``counts`` is their
+    minimum per confidence, ``winner`` names the theorem that gave it.
+
+    ``distributions``: one prior for every run (a 2-d array (n, d), a sequence of 1-d arrays or a Distributions):
+    every theorem of ``count_bounds`` with it bounds each run, hence their mixture, and joins; or a prior per run (a
+    3-d array (R, n, d) or a sequence of R 2-d arrays / Distributions, in the order of ``p_runs``): Theorem 3 with
+    its tails and budgets averaged over the runs at each threshold t (THEORY.md section 8, "Over the trials"), and
+    up to prior_run.PRIOR_RUN_MAX_TARGETS targets Theorem 4 with its conjugates averaged over the runs (section 9).
+    ``p_runs`` stays the prior success of each run's actual guesses (Theorem 2's).
     """
     profile = _profile(profile, game)
-    _check_set_valued(set_valued)
+    set_valued = _check_set_valued(set_valued)
     runs = _runs(p_runs)
     conf = _validate.confidence("confidence", confidence)
     confs = np.atleast_1d(conf)
+    shared, per_run = _run_distributions(distributions, runs)
+    if set_valued and (shared is not None or per_run is not None):
+        raise ValueError("distributions= takes one exact guess per target (the whole-prior theorems), got "
+                         "set_valued=True; drop distributions= for set-valued success.")
+    by = {EXPECTED_THEOREM: _expected_split_counts(profile, runs, confs)}
+    if shared is not None:
+        _, one_run = count_bounds(profile, None, confs, distributions=shared)
+        by.update(one_run)
+    elif per_run is not None:
+        by[EXPECTED_WHOLE_PRIOR_THEOREM] = np.array(expected_whole_prior_counts(profile, per_run, 1.0 - confs), dtype=int)
+        if runs[0].n <= prior_run.PRIOR_RUN_MAX_TARGETS:
+            best = np.min(np.stack(list(by.values())), axis=0)
+            by[EXPECTED_PRIOR_RUN_THEOREM] = np.array(
+                prior_run.expected_prior_run_counts(profile, per_run, 1.0 - confs, hint=best), dtype=int)
+    out = np.min(np.stack([np.asarray(v, dtype=int).reshape(-1) for v in by.values()]), axis=0)
+    shape = lambda a: int(np.asarray(a).reshape(-1)[0]) if conf.ndim == 0 else np.asarray(a, dtype=int).reshape(conf.shape)
+    return shape(out), {name: shape(v) for name, v in by.items()}
+
+
+def _expected_split_counts(profile: PrivacyProfile, runs: list[Priors], confs: np.ndarray) -> np.ndarray:
+    """Theorem 2's counts (expected_count_bounds without the whole priors), one per confidence."""
     run = ExpectedRun(profile, runs)
     pure = pure_epsilon_of(profile)
     if pure is not None:
@@ -509,8 +620,7 @@ def expected_count_bound(profile, p_runs, confidence=0.95, *, game: str = "recon
         targets = 1.0 - confs
         top = run.eps_max(float(np.min(targets)))
         out = count_search(run, targets, seeds=run.grid(top, 10), top=top)
-    out = np.array(out, dtype=int)
-    return int(out[0]) if conf.ndim == 0 else out.reshape(conf.shape)
+    return np.array(out, dtype=int)
 
 
 # --------------------------------------------------------------------------------------------

@@ -95,8 +95,11 @@ def test_expected_box_uses_each_trials_guesses():
     p_runs = np.array([prior.probabilities[np.arange(4), g[:, 0]] for g in guesses])
     profile = GaussianDP(0.8)
     result = ExpectedBound().compute(profile, prior, Exact(), guesses, LEVELS)
-    expected = np.atleast_1d(expected_count_bound(profile, p_runs, np.asarray(LEVELS)))
+    # Theorem 2 on each trial's guesses, with the prior's whole distributions joining the minimum (one exact guess)
+    expected = np.atleast_1d(expected_count_bound(profile, p_runs, np.asarray(LEVELS), distributions=prior.probabilities))
     assert result == {c: int(v) for c, v in zip(LEVELS, expected)}
+    alone = np.atleast_1d(expected_count_bound(profile, p_runs, np.asarray(LEVELS)))
+    assert np.all(expected <= alone)
 
 
 def test_comparator_count_and_markov_bounds():

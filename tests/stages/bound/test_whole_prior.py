@@ -202,3 +202,35 @@ def test_cutting_planes_reach_the_lp_with_every_line(mu, s, q):
                              bounds=(0, 1), method="highs")
     assert dense.status == 0
     assert value <= -dense.fun + 1e-7
+
+
+def test_large_n_steers_on_the_normal_approximation_and_certifies_exactly(monkeypatch):
+    """From search._FAST_FROM targets Theorem 3's search over t reads S_t's normal approximation; every count it
+    returns is the exact objective's at the t it found, and within 0.2% of n of the search on the exact law."""
+    from stages.bound import search as S
+
+    shapes = [np.arange(1, 11.0) ** -s for s in (1.0, 1.4, 1.8)]
+    n = S._FAST_FROM + 2
+    dists = W.Distributions.of(np.repeat(np.stack([w / w.sum() for w in shapes]), n // 3 + 1, axis=0)[:n])
+    profile, targets = GaussianDP(1.0), np.array([0.95, 0.5, 0.05])
+    final = []
+    steer = S.WholePriorRun.smallest_passing
+
+    def spy(self, t, target, exact=True):
+        out = steer(self, t, target, exact)
+        if exact:
+            assert self.approximate and self.cache[float(t)][3]  # the exact law of S_t, not its approximation
+            final.append((t, target, out))
+        return out
+
+    monkeypatch.setattr(S.WholePriorRun, "smallest_passing", spy)
+    counts = S.whole_prior_counts(profile, dists, targets)
+    assert [c for *_, c in final] == [c + 1 for c in counts]
+    fresh = S.WholePriorRun(profile, dists)
+    fresh.approximate = False
+    for (t, target, v) in final:
+        assert fresh.objective(t, v) <= target
+    monkeypatch.setattr(S.WholePriorRun, "smallest_passing", steer)
+    monkeypatch.setattr(S, "_FAST_FROM", 10 * n)  # the search on the exact law
+    exact = S.whole_prior_counts(profile, dists, targets)
+    assert np.all(np.abs(np.array(counts) - np.array(exact)) <= 0.002 * n), (counts, exact)
