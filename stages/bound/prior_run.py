@@ -28,6 +28,7 @@ constraints (the same lemma per target, averaged within the group), so it sees h
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import optimize, sparse, special
@@ -181,6 +182,18 @@ def _cross(slope: np.ndarray, inter: np.ndarray, i: int, j: int) -> float:
     return float((inter[i] - inter[j]) / (slope[j] - slope[i]))
 
 
+@dataclass
+class _CutState:
+    """The cutting planes at one count c: each group's cuts, the best certified bound so far, the bound before the last
+    round, the rounds, and whether they stopped (no violated cut, or a limit reached)."""
+
+    cuts: list
+    bound: float = math.inf
+    previous: float = math.inf
+    rounds: int = 0
+    converged: bool = False
+
+
 class PriorRun:
     """Theorem 4 for n targets: ``tail(c)`` = the largest Pr[N >= c] under the conjugate constraints (certified).
 
@@ -215,7 +228,7 @@ class PriorRun:
             self._psi_dense.append(psi)
             self._start.append(_start(dense, psi))
         self._binding: dict[int, list] = {}  # per c solved, each group's cuts with a positive multiplier
-        self._state: dict[int, list] = {}
+        self._state: dict[int, _CutState] = {}
 
     def tail(self, c: int, target: float | None = None) -> float:
         """A certified bound on Pr[N >= c]; with ``target``, the cutting planes stop as soon as the bound is below it,
@@ -233,25 +246,26 @@ class PriorRun:
             if self._binding:
                 near = self._binding[min(self._binding, key=lambda k: abs(k - c))]
                 cuts = [np.union1d(a, b) for a, b in zip(cuts, near)]
-            state = self._state[c] = [math.inf, cuts, False, math.inf, 0]
+            state = self._state[c] = _CutState(cuts)
         # decided: below the target, or above it by _DECIDED of min(target, 1 - target) with the last round's gain
         # under _STALLED of the bound
-        decided = lambda: target is not None and (state[0] <= target or (
-            state[0] > target + _DECIDED * min(target, 1.0 - target) and state[3] - state[0] < _STALLED * state[0]))
-        while not state[2] and not decided():
+        decided = lambda: target is not None and (state.bound <= target or (
+            state.bound > target + _DECIDED * min(target, 1.0 - target)
+            and state.previous - state.bound < _STALLED * state.bound))
+        while not state.converged and not decided():
             self._round(c, state, _CUT_TOL if target is None else _DECIDE_TOL)
-        return float(min(1.0, max(0.0, state[0])))
+        return float(min(1.0, max(0.0, state.bound)))
 
-    def _round(self, c: int, state: list, tol: float) -> None:
+    def _round(self, c: int, state: "_CutState", tol: float) -> None:
         """One cutting-plane round at c: solve with the state's cuts, keep the best certified bound, add the violated
-        cuts (state = [bound, cuts per group, converged, the bound before this round, rounds]); every round's bound
+        cuts; every round's bound
         is certified on its own, and the best is kept."""
-        cuts = state[1]
+        cuts = state.cuts
         certified, p, r, z = self._lp(c, cuts)
-        state[3] = state[0]
-        state[4] += 1
-        if certified < state[0]:
-            state[0] = certified
+        state.previous = state.bound
+        state.rounds += 1
+        if certified < state.bound:
+            state.bound = certified
             self._binding[c] = [s[zg > 0] for s, zg in zip(cuts, z)]
         added = False
         if p is not None:
@@ -261,7 +275,7 @@ class PriorRun:
                 if new.size:
                     cuts[g] = np.union1d(cuts[g], new)
                     added = True
-        state[2] = not added or state[4] >= _MAX_ROUNDS or max(len(cg) for cg in cuts) >= _MAX_CUTS
+        state.converged = not added or state.rounds >= _MAX_ROUNDS or max(len(cg) for cg in cuts) >= _MAX_CUTS
 
     def _lp(self, c: int, cuts: list):
         """max Pr[N >= c] with the cuts: (the certified bound, p, r (groups, n + 1) with r[:, 0] = 0, each group's

@@ -182,7 +182,7 @@ def test_certificate_is_at_least_the_lp_with_a_dense_set_of_cuts():
     s = np.geomspace(1e-3, 1e5, 400)
     for c in (20, 24, 28):
         value = run.tail(c)
-        both = np.union1d(s, run._state[c][1][0])  # one prior: one group
+        both = np.union1d(s, run._state[c].cuts[0])  # one prior: one group
         primal = _dense_primal(n, c, both, run.psi(both))
         assert value >= primal - 1e-8
         assert value <= primal * 1.05 + 1e-6
