@@ -528,7 +528,7 @@ def expected_tail(profile, p_runs, v, *, eps=None, distributions=None, game: str
         return 0.0, 0.0
     value, se = _expected_split_tail(profile, runs, v, eps)
     if shared is not None:
-        whole = float(tail_bound(profile, None, v, distributions=shared))
+        whole = float(tail_bound(profile, None, v, distributions=shared, game=game))
         if whole < value:
             value, se = whole, 0.0
     elif per_run is not None:
@@ -597,7 +597,7 @@ def expected_count_bounds(profile, p_runs, confidence=0.95, *, distributions=Non
                          "set_valued=True; drop distributions= for set-valued success.")
     by = {EXPECTED_THEOREM: _expected_split_counts(profile, runs, confs)}
     if shared is not None:
-        _, one_run = count_bounds(profile, None, confs, distributions=shared)
+        _, one_run = count_bounds(profile, None, confs, distributions=shared, game=game)
         by.update(one_run)
     elif per_run is not None:
         by[EXPECTED_WHOLE_PRIOR_THEOREM] = np.array(expected_whole_prior_counts(profile, per_run, 1.0 - confs), dtype=int)

@@ -158,3 +158,19 @@ def test_the_box_reads_every_trials_law():
     assert T.EXPECTED_WHOLE_PRIOR_THEOREM in info["candidates"]
     with pytest.raises(ValueError, match=r"one trial per law \(3 laws\)"):
         box.compute(profile, laws, Exact(), guesses[:2], CONFS)
+
+
+def test_a_membership_game_keeps_its_add_remove_profile():
+    """game='membership' reaches the one-run theorems too: an add/remove DP-SGD profile is used as it is (mu = 1), not
+    converted to replace-one (mu = 2), so the shared-prior counts equal count_bounds' in the membership game."""
+    from stages.bound.profiles import DPSGD
+
+    profile = DPSGD(1.0, 1.0, 1, "add_remove")
+    prior = np.array([0.7, 0.3])  # a membership bit, member with probability 0.3
+    p_runs = np.full((4, 20), 0.7)
+    _, by = T.expected_count_bounds(profile, p_runs, CONFS, distributions=[prior] * 20, game="membership")
+    _, member = T.count_bounds(profile, None, CONFS, distributions=[prior] * 20, game="membership")
+    _, replace = T.count_bounds(profile, None, CONFS, distributions=[prior] * 20)
+    for name, value in member.items():
+        assert np.array_equal(by[name], value)
+    assert any(not np.array_equal(member[name], replace[name]) for name in member)
