@@ -5,6 +5,10 @@ averaged over R independent trials (fresh data, fresh release), with an extra-su
 n delta(eps) for approximate DP spread over the shortfall (the J-average of THEORY.md). Valid for one
 exact guess and for set-valued success alike. Each trial's prior successes go to the theorem grouped
 (stages.bound.box.PlayedTrials.priors), so memory and time follow the distinct values, not R x n.
+
+With one exact guess and each target's whole prior known (a fixed prior's probability matrix, or every trial's law
+under per-trial laws: TrialLaws), the count is the minimum of Theorem 2 and the theorems that bound the mixture of the
+trials (stages.bound.theorems.expected_count_bounds; THEORY.md sections 8 and 9, "Over the trials").
 """
 from __future__ import annotations
 
