@@ -6,7 +6,8 @@ trials").
 * A prior per trial: Theorem 3 with its tails and budgets averaged over the trials and Theorem 4 with its conjugates
   averaged over the trials (blocks of fixed size), never below a certified mechanism's mixture (the simplex Gaussian
   mechanism on every target, the trials' priors differing); Theorem 3 over the trials never below the mean of the
-  trials' own Theorem 3 values (a common threshold for all of them can only cost).
+  trials' own Theorem 3 values (a common threshold for all of them can only cost); and never below the EXACT worst case
+  of a mixture (the LP over every mechanism shared by the trials, n = 2).
 * The box hands every trial's law to the theorem (``TrialLaws``), and the game does so under per-trial laws.
 """
 from __future__ import annotations
@@ -174,3 +175,43 @@ def test_a_membership_game_keeps_its_add_remove_profile():
     for name, value in member.items():
         assert np.array_equal(by[name], value)
     assert any(not np.array_equal(member[name], replace[name]) for name in member)
+
+
+def _mixture_oracle(runs, v, constraints):
+    """The EXACT worst case over the trials' mixture: max over every mechanism meeting the (eps, delta) constraints
+    (one mechanism for all trials) of (1/R) sum_r Pr_r[at least v of n right], trial r's targets independent with
+    priors runs[r] (one exact guess; lp_oracle's linear program with the mixture's weights)."""
+    import itertools
+    import math
+
+    n, d = runs[0].shape
+    datasets = list(itertools.product(range(d), repeat=n))
+    outputs = list(itertools.product(range(d), repeat=n))
+    px = np.mean([[math.prod(r[i][xi] for i, xi in enumerate(x)) for x in datasets] for r in runs], axis=0)
+    win = np.array([[sum(a == b for a, b in zip(x, o)) >= v for o in outputs] for x in datasets], dtype=float)
+    return L._solve_lp(n, d, datasets, outputs, px[:, None] * win, constraints)[0]
+
+
+MIXTURES = {
+    "binary": [np.array([[0.7, 0.3], [0.55, 0.45]]), np.array([[0.9, 0.1], [0.6, 0.4]])],
+    "ternary": [np.array([[0.6, 0.3, 0.1], [0.5, 0.25, 0.25]]), np.array([[0.8, 0.15, 0.05], [0.4, 0.35, 0.25]]),
+                np.array([zipf(3, 1.0), zipf(3, 2.0)])],
+}
+
+
+@pytest.mark.parametrize("name", sorted(MIXTURES))
+@pytest.mark.parametrize("eps,delta", [(1.0, 0.0), (1.0, 0.01), (0.5, 0.05), (2.0, 1e-3)])
+def test_over_the_trials_never_below_the_exact_lp_over_the_mixture(name, eps, delta):
+    """Corollaries 3.1 and 4.1 against the exact worst case of the trials' mixture (n = 2 targets, priors that differ
+    per trial and per target, one mechanism for all trials): never below it, at v = 1 and v = 2."""
+    from stages.bound.profiles import ApproxDP
+
+    runs = MIXTURES[name]
+    profile = PureDP(eps) if delta == 0.0 else ApproxDP(eps, delta)
+    dists = [Distributions.of(r) for r in runs]
+    for v in (1, 2):
+        exact = _mixture_oracle(runs, v, [(eps, delta)])
+        cor3 = S.expected_whole_prior_tail(profile, dists, v)[0]
+        cor4 = R.PriorRun(profile, None, R.pooled_conjugate(profile, dists)).tail(v)
+        assert cor3 >= exact - 1e-7, (v, cor3, exact)
+        assert cor4 >= exact - 1e-7, (v, cor4, exact)
