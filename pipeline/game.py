@@ -490,9 +490,10 @@ def bound_of(boxes: Boxes, summary: PlayedTrials, confidences: np.ndarray, laws:
         by_confidence = {confidence_key(c): w for c, w in winners.items()}
     elif boundary.mixes_trials(box):
         # a bound over the mixture of the trials (Theorem 3.2; Theorem 3 averaged): every trial's law at once
-        bound, winners = box.compute_theorems(profile, TrialLaws(tuple(laws)), metric, summary, confidences)
+        every = TrialLaws(tuple(laws))
+        bound, winners = box.compute_theorems(profile, every, metric, summary, confidences)
         per_trial = None
-        theorem = boundary.bound_theorem(box, profile, laws[0], metric, summary)
+        theorem = boundary.bound_theorem(box, profile, every, metric, summary)
         by_confidence = {confidence_key(c): w for c, w in winners.items()}
     else:
         results = [box.compute_theorems(profile, law, metric, _single_trial(summary, r), confidences)

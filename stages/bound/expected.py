@@ -50,8 +50,6 @@ class ExpectedBound:
         info = self.theorem(profile, prior, metric, trials)
         set_valued = info["set_valued"]
         dists = None if set_valued else prior_distributions(prior)
-        if isinstance(dists, list) and len(dists) != len(p_runs):
-            dists = None  # pragma: no cover - the game hands one law per played trial
         counts, by = expected_count_bounds(profile, p_runs, levels, distributions=dists, set_valued=set_valued)
         own = {EXPECTED_THEOREM: info["theorem"], SPLIT_THEOREM: f"{SPLIT_THEOREM}, a-priori guesses z*"}
         names = {name: own.get(name, name) for name in by}

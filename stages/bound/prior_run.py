@@ -393,10 +393,7 @@ def pooled_conjugate(profile: PrivacyProfile, runs: list[Distributions], groups:
 def expected_prior_run_counts(profile: PrivacyProfile, runs: list[Distributions], targets, hint=None) -> list[int]:
     """Theorem 4 over the mixture of the runs (``pooled_conjugate``): the smallest c with mean_r Pr_r[N >= c + 1]
     bounded by the target, for each target."""
-    run = PriorRun(profile, None, pooled_conjugate(profile, runs))
-    targets = np.atleast_1d(np.asarray(targets, dtype=float))
-    hints = np.full(targets.shape, run.n // 2) if hint is None else np.atleast_1d(hint)
-    return [_smallest_count(run, float(t), int(min(max(h, 0), run.n))) for t, h in zip(targets, hints)]
+    return _counts(PriorRun(profile, None, pooled_conjugate(profile, runs)), targets, hint)
 
 
 def _start(s_dense: np.ndarray, psi_dense: np.ndarray) -> np.ndarray:
@@ -420,7 +417,11 @@ def prior_run_counts(profile: PrivacyProfile, dists: Distributions, targets, hin
 
     ``hint`` (one count per target, e.g. the other theorems' counts) is where the search starts: it gallops from
     there, so a count near the hint costs a few LPs."""
-    run = PriorRun(profile, dists)
+    return _counts(PriorRun(profile, dists), targets, hint)
+
+
+def _counts(run: "PriorRun", targets, hint) -> list[int]:
+    """``run``'s count for each target, each search started from its hint (n / 2 without one)."""
     targets = np.atleast_1d(np.asarray(targets, dtype=float))
     hints = np.full(targets.shape, run.n // 2) if hint is None else np.atleast_1d(hint)
     return [_smallest_count(run, float(t), int(min(max(h, 0), run.n))) for t, h in zip(targets, hints)]

@@ -727,7 +727,11 @@ def whole_prior_tail(profile: PrivacyProfile, dists: Distributions, v: int) -> t
 
 def whole_prior_counts(profile: PrivacyProfile, dists: Distributions, targets: np.ndarray) -> list[int]:
     """Theorem 3's count for each target tail probability: the smallest c with bound(c + 1) <= target."""
-    run = WholePriorRun(profile, dists)
+    return _whole_prior_counts(WholePriorRun(profile, dists), targets)
+
+
+def _whole_prior_counts(run: "WholePriorRun", targets: np.ndarray) -> list[int]:
+    """The counts of a WholePriorRun (or its average over trials): t searched per target, then solved there."""
     out = []
     for target in targets:
         t = run.minimise(lambda t, exact: run.smallest_passing(t, float(target), exact))
@@ -760,12 +764,7 @@ class ExpectedWholePriorRun(WholePriorRun):
 
 def expected_whole_prior_counts(profile: PrivacyProfile, runs: list[Distributions], targets: np.ndarray) -> list[int]:
     """Theorem 3 averaged over the trials (``ExpectedWholePriorRun``): the smallest c with bound(c + 1) <= target."""
-    run = ExpectedWholePriorRun(profile, runs)
-    out = []
-    for target in targets:
-        t = run.minimise(lambda t, exact: run.smallest_passing(t, float(target), exact))
-        out.append(run.smallest_passing(t, float(target)) - 1)
-    return out
+    return _whole_prior_counts(ExpectedWholePriorRun(profile, runs), targets)
 
 
 def expected_whole_prior_tail(profile: PrivacyProfile, runs: list[Distributions], v: int) -> tuple[float, float, float]:
