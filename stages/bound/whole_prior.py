@@ -19,10 +19,11 @@ probabilities only:
 * rows sum to at most 1: P_x' + sum_{x != x'} y_x <= 1.
 
 The relaxation is convex and symmetric in values of equal probability, so one variable pair per
-distinct probability suffices. Its value is certified from the LP's dual (weak duality with the box
-0 <= P, y <= 1), so solver tolerances never make it smaller than the LP optimum. The profile's trade-off
-curve enters by cutting planes: lines are added where the solution violates the dense line set of
-``PrivacyProfile.tradeoff``. For (eps, delta)-DP and eps-DP the relaxation equals the exact LP over all
+distinct probability suffices. Its value is always a dual bound (weak duality), so rounding never makes it
+smaller than the relaxation's optimum. With the lines of the dense grid of ``PrivacyProfile.tradeoff`` it is
+solved in closed form (``envelope``: one multiplier for the coupling, each group's problem explicit, the
+value certified by the rows' Lagrangian dual); the one-target worst case (``fine=True``) adds, by cutting
+planes through an LP, tangent lines at continuous eps between the grid's. For (eps, delta)-DP and eps-DP the relaxation equals the exact LP over all
 mechanisms on every case of the test grid; for mu-GDP it is exact on two-valued priors (riskcal's
 Bayes risk) and within ~1e-4 of the finite-eps LP for mu <= 1 on the grid, looser for mu = 2
 (THEORY.md, section 8, gives the numbers).
@@ -43,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize, special
 
-from . import _validate
+from . import _validate, envelope
 from .profiles import PrivacyProfile
 
 __all__ = ["PriorShape", "prior_shape", "Distributions", "ExcessCurve", "excess_curve", "whole_prior_success",
@@ -54,7 +55,10 @@ WHOLE_PRIOR_THEOREM = "whole-prior theorem (THEORY.md Thm 3)"
 # 2: a cut on a tangent line (at continuous eps, added for another group or threshold) is added instead of ending the
 #    cutting planes early; phi at q > 0 is tighter for GDP / f-DP profiles (e.g. Zipf(10, 1.0), mu = 1, q = 0.8:
 #    0.00168 -> 0.00137) where the cuts used to stop early.
-WHOLE_PRIOR_VERSION = 2
+# 3: phi at q > 0 (the thresholds of the search over t) is the relaxation over every line of the grid, solved in
+#    closed form (envelope.py) instead of by cutting planes through an LP: the same optimum to 1e-13 where the cuts
+#    converged, lower by up to 1.2e-7 where twelve rounds of cuts had not (Zipf over 343 values, mu = 1).
+WHOLE_PRIOR_VERSION = 3
 
 #: A prior with more distinct probabilities than this has its tail rounded up onto a geometric grid.
 MAX_GROUPS = 64
@@ -78,12 +82,8 @@ _CUT_TOL = 1e-11
 #: distinct probabilities.
 _POLISH_ROUNDS = 3
 _POLISH_GROUPS = 16
-#: The Lagrangian dual bound reads the multipliers of the LPs solved at the nearest thresholds, and every
-#: _DUAL_THIN-th line of the profile's grid.
+#: The Lagrangian dual bound reads the multipliers of the relaxations solved at the nearest thresholds.
 _DUAL_NEAREST = 4
-_DUAL_THIN = 2
-#: Added to every Lagrangian dual value: covers the breakpoints' rounding (a few ulps of P).
-_DUAL_SLACK = 1e-12
 #: A cut adds the violated line and this many neighbours on each side (on the eps grid).
 _CUT_SPREAD = 4
 #: At most this many eps of the profile's trade-off grid make lines (a thinned grid only loosens the bound).
@@ -277,7 +277,8 @@ class ExcessCurve:
         # the row multipliers of every LP solved (for ``dual``: a valid bound at every q)
         self._multipliers: list[np.ndarray] = [np.zeros(shape.probs.size)]
         self._multiplier_q: list[float] = [math.nan]
-        self._envelope = None
+        # the envelope of the grid's lines (shared by every prior shape of the profile)
+        self._hull = _hull(profile, self._all_s[: 2 * len(eps)], self._all_c[: 2 * len(eps)])
         self._active = [set(self._seed) for _ in range(shape.probs.size)]
         self._bound: list[set] = [set() for _ in range(shape.probs.size)]
         self._cache: dict[float, float] = {}
@@ -285,18 +286,21 @@ class ExcessCurve:
         self._nodes = None
 
     def __call__(self, q, fine: bool = True) -> float:
-        """The certified relaxation's value at q (one LP, memoised). ``fine=False`` skips the tangent lines at
-        continuous eps (a looser, still valid, value: for the nodes of a search's chords)."""
+        """The certified relaxation's value at q (memoised). ``fine=False``: the grid's lines, in closed form
+        (``envelope.solve``); ``fine=True`` adds tangent lines at continuous eps by cutting planes through an LP
+        (a tighter value, for the one-target worst case)."""
         q = max(float(q), 0.0)
         if q >= 1.0:
             return 0.0
         if q not in self._cache or (fine and q not in self._fine):
             if 0.0 < q <= 1.0 / self._support:
                 # below 1/|support| the best guess's posterior (>= 1/|support|) is never under q, so
-                # phi(q) = sup E[rho*] - q = phi(0) - q exactly (THEORY.md section 8): no LP at q
+                # phi(q) = sup E[rho*] - q = phi(0) - q exactly (THEORY.md section 8): nothing to solve at q
                 value = self(0.0, fine) - q
-            else:
+            elif fine:
                 value = self._solve(q, fine)
+            else:
+                value = self._solve_envelope(q)
             self._cache[q] = min(value, self._cache.get(q, 1.0))
             if fine:
                 self._fine.add(q)
@@ -328,54 +332,25 @@ class ExcessCurve:
         Dualising only the rows P_g - y_g + Y <= 1 (one multiplier nu_g per row of group g, Lambda = sum_g m_g nu_g)
         leaves D(nu) = Lambda + sum_g m_g psi(a_g - nu_g, b_g + Lambda - nu_g), a_g = (1 - q) pi_g,
         b_g = q (1 - pi_g), psi(alpha, beta) = max over P in [0, 1], g(P) <= y <= 1 of alpha P - beta y. By weak
-        duality D(nu) >= RP(q) for every nu >= 0 and every q; with the profile's whole line grid in g (its
-        breakpoints, ``_breakpoints``) it bounds the relaxation with every line, so a multiplier from an LP
-        solved at a nearby q gives a certified value at q without a new LP.
+        duality D(nu) >= RP(q) for every nu >= 0 and every q (``envelope.dual_bound`` evaluates psi through two
+        of the grid's lines, valid whatever the rounding), so a multiplier found at a nearby q gives a certified
+        value at q without solving there.
         """
-        P, g = self._breakpoints()
         pi, m = self.shape.probs, self.shape.mult.astype(float)
         # any multipliers are valid: those of the LPs solved nearest q (and nu = 0) are the ones that fit
         near = sorted(range(1, len(self._multipliers)), key=lambda j: abs(self._multiplier_q[j] - q))[:_DUAL_NEAREST]
         nu = np.stack([self._multipliers[0]] + [self._multipliers[j] for j in near])  # (J, G)
-        lam = nu @ m  # (J,)
-        alpha = (1.0 - q) * pi[None, :] - nu
-        beta = q * (1.0 - pi)[None, :] + lam[:, None] - nu
-        # beta >= 0: y = g(P), a concave piecewise-linear function of P, maximal at a breakpoint
-        inner = np.max(alpha[..., None] * P[None, None, :] - np.maximum(beta, 0.0)[..., None] * g[None, None, :], axis=2)
-        psi = np.where(beta >= 0.0, inner, np.maximum(alpha, 0.0) - beta)  # beta < 0: y = 1
-        values = lam + psi @ m
-        return float(min(1.0, max(0.0, float(np.min(values)) + _DUAL_SLACK)))
+        values = envelope.dual_bound(self._hull, (1.0 - q) * pi, q * (1.0 - pi), m, nu)
+        return float(min(1.0, max(0.0, float(np.min(values)))))
 
-    def _breakpoints(self) -> tuple[np.ndarray, np.ndarray]:
-        """(P_k, g(P_k)): 0, 1 and every breakpoint in [0, 1] of g(P) = max(0, max_l s_l P - c_l) over the
-        profile's line grid (the upper envelope of the lines, by slope; g evaluated exactly at each point)."""
-        if self._envelope is None:
-            # every _DUAL_THIN-th line of the grid (a subset of the lines: a smaller g, a valid relaxation)
-            E = len(self._eps)
-            pick = np.concatenate([np.arange(0, E, _DUAL_THIN), E + np.arange(0, E, _DUAL_THIN)])
-            s_all, c_all = self._all_s[pick], self._all_c[pick]
-            s = np.concatenate([[0.0], s_all])
-            c = np.concatenate([[0.0], c_all])
-            order = np.lexsort((c, s))  # by slope, the highest line (smallest c) first among equal slopes
-            s, c = s[order], c[order]
-            keep = np.concatenate([[True], np.diff(s) > 0])
-            s, c = s[keep], c[keep]
-            hull: list[int] = []
-            for j in range(len(s)):  # upper envelope of y = s P - c, slopes increasing
-                while len(hull) >= 2:
-                    i1, i2 = hull[-2], hull[-1]
-                    # i2 is useless if j overtakes i1 no later than i2 does
-                    if (c[j] - c[i1]) * (s[i2] - s[i1]) <= (c[i2] - c[i1]) * (s[j] - s[i1]):
-                        hull.pop()
-                    else:
-                        break
-                hull.append(j)
-            hs, hc = s[hull], c[hull]
-            cross = (hc[1:] - hc[:-1]) / (hs[1:] - hs[:-1])
-            points = np.unique(np.clip(np.concatenate([[0.0, 1.0], cross, np.nextafter(cross, 2.0)]), 0.0, 1.0))
-            values = np.maximum(0.0, np.max(s_all[None, :] * points[:, None] - c_all[None, :], axis=1))
-            self._envelope = (points, np.minimum(values, 1.0))
-        return self._envelope
+    def _solve_envelope(self, q: float) -> float:
+        """RP(q) over every line of the grid, solved in closed form and certified by its dual (``envelope.solve``);
+        its row multipliers are kept for ``dual``."""
+        pi, m = self.shape.probs, self.shape.mult.astype(float)
+        value, nu = envelope.solve(self._hull, pi, m, q)
+        self._multipliers.append(nu)
+        self._multiplier_q.append(q)
+        return float(min(1.0, max(0.0, value)))
 
     def _solve(self, q: float, fine: bool = True) -> float:
         """The relaxation by cutting planes over the grid's lines, then (fine) tangent lines at continuous eps."""
@@ -495,6 +470,20 @@ def _profile_lines(profile: PrivacyProfile) -> tuple[np.ndarray, np.ndarray]:
     if zero.size:
         eps, deltas = eps[: zero[0] + 1], deltas[: zero[0] + 1]
     return eps, deltas
+
+
+_HULLS: dict = {}
+
+
+def _hull(profile: PrivacyProfile, s: np.ndarray, c: np.ndarray) -> envelope.Hull:
+    """The envelope of a profile's grid lines (memoised per profile: every prior shape shares it)."""
+    key = (repr(profile), s.size)
+    hit = _HULLS.get(key)
+    if hit is None:
+        if len(_HULLS) >= _CURVES_MAX:
+            _HULLS.clear()
+        hit = _HULLS[key] = envelope.hull_of(s, c)
+    return hit
 
 
 _CURVES: dict = {}
