@@ -21,7 +21,7 @@ from stages.bound import _validate
 from stages.bound.theorems import Priors
 
 __all__ = ["PlayedTrials", "TrialLaws", "played_trials", "group_prior_success", "guesses_per_trial", "guesses_per_target", "as_confidences",
-           "count_dict", "set_valued_success", "prior_collision", "prior_distributions", "bound_theorem"]
+           "count_dict", "set_valued_success", "success_set_size", "prior_collision", "prior_distributions", "bound_theorem"]
 
 
 @dataclass(frozen=True)
@@ -182,6 +182,21 @@ def set_valued_success(metric, k: int, domain_size: int | None = None) -> bool:
         return True
     probes = np.array([[0], [m // 2], [m - 1]], dtype=np.int64)
     return bool(np.max(np.count_nonzero(covered(probes, m), axis=1)) > 1)
+
+
+def success_set_size(metric, k: int, domain_size: int | None) -> int | None:
+    """The most candidate values one target's success set can hold: k guesses, each covering at most w values
+    (``metric.covered`` at every candidate), so min(domain, k w); None when it cannot be known (no domain size, or
+    a metric without ``covered``). Theorem 3 reads the whole prior for set-valued success only with it (THEORY.md,
+    Lemma 4')."""
+    covered = getattr(metric, "covered", None)
+    if domain_size is None or covered is None:
+        return None
+    m = int(domain_size)
+    if m < 1:
+        return None
+    width = int(np.max(np.count_nonzero(covered(np.arange(m, dtype=np.int64)[:, None], m), axis=1)))
+    return max(1, min(m, int(k) * max(width, 1)))
 
 
 def prior_collision(prior) -> np.ndarray | None:

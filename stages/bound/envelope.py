@@ -9,7 +9,8 @@
 where g(P) = max(0, max_l s_l P - c_l) is the upper envelope of the profile's trade-off lines. Cutting planes
 through a general LP solver cost a dozen solver calls per threshold; here the structure is used instead:
 
-* dualising Y = sum_h m_h y_h with one multiplier lambda and writing u = 1 - Y, every group solves
+* dualising Y = sum_h m_h y_h with one multiplier lambda and writing u = 1 - Y (rhs - Y for set-valued success,
+  whose rows read <= k: THEORY.md, Lemma 4'), every group solves
   max_P a_g P - (b_g + lambda) max(g(P), P - u) on its own, in closed form (``_group_values``); the
   Lagrangian is concave and piecewise linear in u with breakpoints at the values of P - g(P) at the
   envelope's kinks, so its maximum over u is a maximum over those points, and lambda is found by a
@@ -128,18 +129,19 @@ def _group_values(hull: Hull, a: np.ndarray, b: np.ndarray, lam: float):
     return f, y
 
 
-def _lagrangian(hull: Hull, a, b, m, lam: float):
-    """G(lam) = max over u of lam (1 - u) + sum_g m_g f_g(u) (approximately: the breakpoints' rounding), its
+def _lagrangian(hull: Hull, a, b, m, lam: float, rhs: float):
+    """G(lam) = max over u of lam (rhs - u) + sum_g m_g f_g(u) (approximately: the breakpoints' rounding), its
     slope in lam, the index of the u attaining it and the groups' values."""
     f, y = _group_values(hull, a, b, lam)
-    H = lam * (1.0 - hull.u) + m @ f
+    H = lam * (rhs - hull.u) + m @ f
     j = int(np.argmax(H))
-    return float(H[j]), float((1.0 - hull.u[j]) - m @ y[:, j]), j, f
+    return float(H[j]), float((rhs - hull.u[j]) - m @ y[:, j]), j, f
 
 
-def dual_bound(hull: Hull, a: np.ndarray, b: np.ndarray, m: np.ndarray, nu: np.ndarray) -> np.ndarray:
-    """D(nu) = Lambda + sum_g m_g psi(a_g - nu_g, b_g + Lambda - nu_g), Lambda = sum_g m_g nu_g, for each row of
-    nu (J, G) >= 0: an upper bound on the relaxation (weak duality; THEORY.md section 8).
+def dual_bound(hull: Hull, a: np.ndarray, b: np.ndarray, m: np.ndarray, nu: np.ndarray, rhs: float = 1.0) -> np.ndarray:
+    """D(nu) = rhs Lambda + sum_g m_g psi(a_g - nu_g, b_g + Lambda - nu_g), Lambda = sum_g m_g nu_g, for each row of
+    nu (J, G) >= 0: an upper bound on the relaxation whose rows read P_g - y_g + Y <= rhs (weak duality; THEORY.md
+    section 8; rhs = 1 for one exact guess, the largest success set's size for set-valued success).
 
     psi(alpha, beta) = max over P in [0, 1], y in [0, 1] with y >= every line of alpha P - beta y is bounded, for
     beta > 0, through the convex combination of the two envelope lines whose slopes enclose r = alpha / beta
@@ -161,23 +163,24 @@ def dual_bound(hull: Hull, a: np.ndarray, b: np.ndarray, m: np.ndarray, nu: np.n
     c_theta = theta * c[j] + (1.0 - theta) * c[j2]
     psi = np.where(pos, beta * c_theta + np.maximum(0.0, alpha - beta * s_theta),
                    np.maximum(0.0, alpha) + np.maximum(0.0, -beta))
-    return Lam + psi @ m + _SLACK
+    return rhs * Lam + psi @ m + _SLACK
 
 
-def solve(hull: Hull, pi: np.ndarray, m: np.ndarray, q: float) -> tuple[float, np.ndarray]:
-    """(an upper bound on RP(q), the row multipliers nu (G,) certifying it): Kelley's search on lambda, then the
-    best of a few nu read from the groups' slopes in u at the u found (``dual_bound``)."""
-    a, b = (1.0 - q) * pi, q * (1.0 - pi)
-    lo = (0.0,) + _lagrangian(hull, a, b, m, 0.0)
+def solve(hull: Hull, a: np.ndarray, b: np.ndarray, m: np.ndarray, rhs: float = 1.0) -> tuple[float, np.ndarray]:
+    """(an upper bound on the relaxation max sum_g m_g (a_g P_g - b_g y_g) s.t. y_g >= g(P_g),
+    P_g - y_g + sum_h m_h y_h <= rhs, 0 <= P_g <= 1; the row multipliers nu (G,) certifying it): Kelley's search on
+    lambda, then the best of a few nu read from the groups' slopes in u at the u found (``dual_bound``). RP(q) is
+    a = (1 - q / k) pi, b = (q / k) (1 - pi), rhs = k, with k = 1 for one exact guess."""
+    lo = (0.0,) + _lagrangian(hull, a, b, m, 0.0, rhs)
     best = lo
     if lo[2] < 0.0:
         lam = max(float(np.max(a)), 1e-12)
-        hi = (lam,) + _lagrangian(hull, a, b, m, lam)
+        hi = (lam,) + _lagrangian(hull, a, b, m, lam, rhs)
         for _ in range(200):
             if hi[2] >= 0.0:
                 break
             lam *= 2.0
-            hi = (lam,) + _lagrangian(hull, a, b, m, lam)
+            hi = (lam,) + _lagrangian(hull, a, b, m, lam, rhs)
         best = min(lo, hi, key=lambda x: x[1])
         for _ in range(_KELLEY_ITERATIONS):
             if hi[2] <= lo[2] or best[2] == 0.0:
@@ -186,7 +189,7 @@ def solve(hull: Hull, pi: np.ndarray, m: np.ndarray, q: float) -> tuple[float, n
             lam = (hi[1] - lo[1] + lo[2] * lo[0] - hi[2] * hi[0]) / (lo[2] - hi[2])
             lam = min(max(lam, lo[0]), hi[0])
             floor = lo[1] + lo[2] * (lam - lo[0])
-            new = (lam,) + _lagrangian(hull, a, b, m, lam)
+            new = (lam,) + _lagrangian(hull, a, b, m, lam, rhs)
             if new[1] < best[1]:
                 best = new
             if best[1] - floor <= _KELLEY_RTOL * max(abs(best[1]), 1e-300) or new[0] in (lo[0], hi[0]):
@@ -205,6 +208,6 @@ def solve(hull: Hull, pi: np.ndarray, m: np.ndarray, q: float) -> tuple[float, n
     low, high = float(m @ right), float(m @ left)
     theta = min(1.0, max(0.0, (lam - low) / (high - low))) if high > low else 0.0
     nus = np.stack([right + theta * (left - right), right, left, np.zeros_like(left)])
-    values = dual_bound(hull, a, b, m, nus)
+    values = dual_bound(hull, a, b, m, nus, rhs)
     i = int(np.argmin(values))
     return float(values[i]), nus[i]

@@ -10,7 +10,7 @@ probability instead of 1 - beta_i (``theorem`` says which).
 from __future__ import annotations
 
 from stages.bound.box import (as_confidences, bound_theorem, count_dict, guesses_per_target, prior_collision,
-                              prior_distributions)
+                              prior_distributions, success_set_size)
 from stages.bound.theorems import DEFAULT_BOUND_VERSION, MMC_THEOREM, SPLIT_THEOREM, count_bounds, winner
 from stages.bound.prior_run import PRIOR_RUN_THEOREM, PRIOR_RUN_VERSION
 from stages.bound.whole_prior import WHOLE_PRIOR_THEOREM, WHOLE_PRIOR_VERSION
@@ -42,18 +42,21 @@ class OneRunBound:
         k = guesses_per_target(trials)
         p_star = prior.success_probability(prior.a_priori_guess(metric, k), metric)
         info = self.theorem(profile, prior, metric, trials)
-        dists = None if info["set_valued"] else prior_distributions(prior)
+        # set-valued success reads the whole prior only with the success sets' largest size (THEORY.md, Lemma 4')
+        dists = prior_distributions(prior) if info.get("set_size", 1) is not None else None
         return self.counts(profile, p_star, confidences, info, prior_collision(prior), dists)
 
     def counts(self, profile, p_star, confidences, info: dict, collision=None, distributions=None):
         """({confidence: c}, {confidence: theorem}) for prior successes p_star under the theorem ``info``
-        (``theorem`` / ``theorem_for`` say whether success is set-valued), with each target's whole prior
-        (``distributions``, one exact guess only) where known."""
+        (``theorem`` / ``theorem_for`` say whether success is set-valued, and for set-valued success the sets'
+        largest size ``set_size``), with each target's whole prior (``distributions``) where known."""
         levels = as_confidences(confidences)
         set_valued = info["set_valued"]
-        counts, by = count_bounds(profile, None if distributions is not None else p_star, levels,
+        whole = distributions is not None
+        counts, by = count_bounds(profile, p_star if (set_valued or not whole) else None, levels,
                                   distributions=distributions, set_valued=set_valued,
-                                  collision=collision if set_valued else None)
+                                  collision=collision if set_valued else None,
+                                  set_size=info.get("set_size") if (set_valued and whole) else None)
         # the record's own names: the split theorem / Theorem 3.1 as ``theorem`` names them (with their suffixes)
         names = {name: (name if name in (WHOLE_PRIOR_THEOREM, MMC_THEOREM, PRIOR_RUN_THEOREM) else info["theorem"])
                  for name in by}
@@ -68,7 +71,13 @@ class OneRunBound:
         exact guess the whole-prior theorem joins the minimum (``candidates``) where the prior gives distributions."""
         out = bound_theorem(profile, metric, k, domain_size, THEOREM, PURE_THEOREM)
         out["version"] = DEFAULT_BOUND_VERSION  # the minimum over the theorems that apply (THEORY.md)
-        if not out["set_valued"]:
+        if out["set_valued"]:
+            # Theorem 3 with success sets of at most set_size values (Lemma 4'), where the size is known
+            out["set_size"] = success_set_size(metric, k, domain_size)
+            if out["set_size"] is not None:
+                out["candidates"] = [out["theorem"], WHOLE_PRIOR_THEOREM]
+                out["whole_prior_version"] = WHOLE_PRIOR_VERSION
+        else:
             out["candidates"] = [out["theorem"], WHOLE_PRIOR_THEOREM]
             if "eps-DP" not in out["reason"]:
                 out["candidates"].append(MMC_THEOREM)  # where its priors apply (p_i = 1/k)

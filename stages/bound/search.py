@@ -633,10 +633,10 @@ class WholePriorRun:
     t = eps >= 0 is q_i = beta(eps, p_i), where phi_i <= Lemma 2's delta(eps) (1 - beta_i) also holds.
     """
 
-    def __init__(self, profile: PrivacyProfile, dists: Distributions):
+    def __init__(self, profile: PrivacyProfile, dists: Distributions, set_size: int = 1):
         dists = dists.coarsened()
-        self.profile, self.dists, self.n = profile, dists, dists.n
-        self.p, self.counts = dists.p, dists.counts
+        self.profile, self.dists, self.n, self.set_size = profile, dists, dists.n, int(set_size)
+        self.p, self.counts = whole_prior.threshold_priors(dists, self.set_size), dists.counts
         self.cache: dict = {}
         # from _FAST_FROM targets the search reads S_t's normal approximation (only to steer it: every count and
         # bound returned is evaluated with the exact law, ``exact=True``), as the split theorem's _count_fast does
@@ -655,7 +655,7 @@ class WholePriorRun:
                 tail, tail_exact = distribution_grouped(q, self.counts).tail(), True
             else:
                 tail, tail_exact = _normal_tail(float(q @ self.counts), float((q * (1.0 - q)) @ self.counts), self.n), False
-            m = float(self.counts @ whole_prior.budgets(self.profile, self.dists, t, exact=exact))
+            m = float(self.counts @ whole_prior.budgets(self.profile, self.dists, t, exact=exact, set_size=self.set_size))
             hit = self.cache[t] = (tail, m, exact, tail_exact)
         return hit[:2]
 
@@ -691,7 +691,7 @@ class WholePriorRun:
         for t in self.grid(_WP_NODES):
             q = whole_prior.thresholds(t, self.p)
             for shape, qq in zip(self.dists.shapes, q):
-                whole_prior.excess_curve(self.profile, shape)(qq, fine=False)
+                whole_prior.excess_curve(self.profile, shape, self.set_size)(qq, fine=False)
 
     def minimise(self, score) -> float:
         """The t minimising ``score(t, exact)`` (a bound, or a count) on a grid, refined, with phi read from the
@@ -714,20 +714,22 @@ class WholePriorRun:
         return t_best
 
 
-def whole_prior_tail(profile: PrivacyProfile, dists: Distributions, v: int) -> tuple[float, float]:
-    """(Theorem 3's bound on Pr[successes >= v], the t attaining it)."""
+def whole_prior_tail(profile: PrivacyProfile, dists: Distributions, v: int, set_size: int = 1) -> tuple[float, float]:
+    """(Theorem 3's bound on Pr[successes >= v], the t attaining it); ``set_size`` k > 1: success sets of at most
+    k values (Lemma 4')."""
     if dists.n == 1 and v == 1:
         # one target: q + phi(q) >= phi(0) (phi's slope is >= -1) and the J >= 1 terms are larger, so
         # the minimum is at q = 0: the one-target worst case
-        return whole_prior.whole_prior_success(profile, dists.shapes[0]), -math.inf
-    run = WholePriorRun(profile, dists)
+        return whole_prior.whole_prior_success(profile, dists.shapes[0], set_size), -math.inf
+    run = WholePriorRun(profile, dists, set_size)
     t = run.minimise(lambda t, exact: run.objective(t, v, exact))
     return run.objective(t, v), t
 
 
-def whole_prior_counts(profile: PrivacyProfile, dists: Distributions, targets: np.ndarray) -> list[int]:
+def whole_prior_counts(profile: PrivacyProfile, dists: Distributions, targets: np.ndarray,
+                       set_size: int = 1) -> list[int]:
     """Theorem 3's count for each target tail probability: the smallest c with bound(c + 1) <= target."""
-    return _whole_prior_counts(WholePriorRun(profile, dists), targets)
+    return _whole_prior_counts(WholePriorRun(profile, dists, set_size), targets)
 
 
 def _whole_prior_counts(run: "WholePriorRun", targets: np.ndarray) -> list[int]:
@@ -744,8 +746,8 @@ class ExpectedWholePriorRun(WholePriorRun):
     at every t the trials' tails of S_t and budgets m(t) averaged, so that min over (t, J) of
     (sum_{i<=J} mean_r T_r(v - i) + mean_r m_r) / (J + 1) bounds the mean over the trials of Pr_r[N >= v]."""
 
-    def __init__(self, profile: PrivacyProfile, runs: list[Distributions]):
-        self.parts = [WholePriorRun(profile, d) for d in runs]
+    def __init__(self, profile: PrivacyProfile, runs: list[Distributions], set_size: int = 1):
+        self.parts = [WholePriorRun(profile, d, set_size) for d in runs]
         self.profile, self.n, self.cache = profile, self.parts[0].n, {}
 
     def at(self, t: float, exact: bool = True):

@@ -74,6 +74,18 @@ def _check_set_valued(set_valued) -> bool:
     return bool(set_valued)
 
 
+def _check_set_size(set_size, set_valued: bool) -> int | None:
+    """The most values a success set holds, for Theorem 3 with set-valued success (Lemma 4'): 1 for one exact
+    guess; for set-valued success the given size, or None (then the whole prior is not used: Theorem 3 needs it)."""
+    if set_size is None:
+        return None if set_valued else 1
+    k = _validate.integer("set_size", set_size, minimum=1)
+    if not set_valued and k != 1:
+        raise ValueError(f"set_size must be None or 1 for one exact guess (set_valued=False), got {set_size!r}; pass "
+                         "set_valued=True for success sets of more than one value.")
+    return k
+
+
 def _profile(profile, game: str = "reconstruction") -> PrivacyProfile:
     """The profile checked and made valid for ``game`` (an add/remove profile becomes replace-one
     in a reconstruction game: see ``profiles.for_game``)."""
@@ -156,7 +168,7 @@ def tail_bound_at(profile, p, v, eps, *, distributions=None, game: str = "recons
 
 
 def tail_bound(profile, p=None, v=None, *, distributions=None, return_eps: bool = False, rtol: float = 1e-7,
-               game: str = "reconstruction", set_valued: bool = False, collision=None):
+               game: str = "reconstruction", set_valued: bool = False, collision=None, set_size=None):
     """The split one-run theorem (stages/bound/THEORY.md, Theorem 1): for every attack,
 
     Pr[successes >= v] <= min_{eps >= 0} min_{J >= 0} (sum_{i=0}^{J} Pr[S*_eps >= v - i] + m(eps)) / (J + 1)
@@ -197,20 +209,26 @@ def tail_bound(profile, p=None, v=None, *, distributions=None, return_eps: bool 
     which joins for one exact guess on priors 1/k: stages/bound/MMC_CHECK.md, and nan for Theorem 4, MMC's argument
     with the whole prior, which joins with ``distributions`` for one exact guess and n <=
     prior_run.PRIOR_RUN_MAX_TARGETS: THEORY.md section 9).
+
+    ``set_size``: with ``set_valued=True`` and ``distributions``, the most values a target's success set holds (k
+    guesses of windows of w values: k w); Theorem 3 then joins with Lemma 4' (THEORY.md section 8), its thresholds
+    placed by the mass of the k largest probabilities. Without it set-valued success keeps Theorem 1 (p and the
+    collision probabilities only).
     """
     profile = _profile(profile, game)
     set_valued = _check_set_valued(set_valued)
+    k = _check_set_size(set_size, set_valued)
     pure = pure_epsilon_of(profile)
     if v is None:
         raise ValueError("v must be given (a number of successes), got None.")
     # Theorem 3.1 needs no collision
-    g, dists = _targets_priors(p, distributions, set_valued, collision if pure is None else None)
+    g, dists = _targets_priors(p, distributions, set_valued, collision if pure is None else None, set_size=k)
     v = _validate.integer("v", v)
     if v <= 0 or v > g.n:
         return _trivial_tail(v, return_eps)
     value, best = _split_tail(profile, g, v, pure, set_valued, rtol)
     if dists is not None:
-        whole, t = whole_prior_tail(profile, dists, v)
+        whole, t = whole_prior_tail(profile, dists, v, k)
         if whole < value:
             value, best = whole, t
     if not set_valued and pure is None and _mmc_applies(g):
@@ -258,7 +276,7 @@ def _split_tail(profile, g: Priors, v: int, pure, set_valued: bool, rtol: float)
 # Counts: the smallest c with a bound <= 1 - confidence, the minimum over every theorem that applies
 # --------------------------------------------------------------------------------------------
 def count_bound(profile, p=None, confidence=0.95, *, distributions=None, game: str = "reconstruction",
-                set_valued: bool = False, collision=None):
+                set_valued: bool = False, collision=None, set_size=None):
     """The smallest c with tail_bound(profile, p, c + 1) <= 1 - confidence, for each confidence: the smallest
     count over every theorem that applies (``count_bounds``, which also says which theorem gave each count).
 
@@ -275,15 +293,16 @@ def count_bound(profile, p=None, confidence=0.95, *, distributions=None, game: s
 
     ``distributions``: each target's whole prior (a 2-d array (n, d), a sequence of 1-d arrays, or
     ``whole_prior.Distributions``); with them, for one exact guess, ``p`` may be None (p_i = max pi_i)
-    and the whole-prior theorem (THEORY.md, Theorem 3) joins the minimum.
+    and the whole-prior theorem (THEORY.md, Theorem 3) joins the minimum; for set-valued success it joins when
+    ``set_size`` (the most values a success set holds) is given too (``tail_bound``).
     """
     counts, _ = count_bounds(profile, p, confidence, distributions=distributions, game=game, set_valued=set_valued,
-                             collision=collision)
+                             collision=collision, set_size=set_size)
     return counts
 
 
 def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: str = "reconstruction",
-                 set_valued: bool = False, collision=None):
+                 set_valued: bool = False, collision=None, set_size=None):
     """(counts, {theorem name: counts}): ``count_bound``'s counts and every applicable theorem's own.
 
     The theorems: Theorem 3.1 (eps-DP profiles), the split theorem (Theorem 1, every other profile), with
@@ -293,23 +312,24 @@ def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: 
     Theorem 4 (MMC's argument with each target's whole prior, THEORY.md section 9; up to
     prior_run.PRIOR_RUN_MAX_TARGETS targets, uniform priors included). ``counts`` is their
     minimum, per confidence; ``winner(by_theorem)`` names the theorem that gave it. Shapes follow
-    ``confidence`` (an int for a scalar).
+    ``confidence`` (an int for a scalar). ``set_size``: as in ``tail_bound`` (Theorem 3 for set-valued success).
     """
     profile = _profile(profile, game)
     set_valued = _check_set_valued(set_valued)
+    k = _check_set_size(set_size, set_valued)
     pure = pure_epsilon_of(profile)
-    g, dists = _targets_priors(p, distributions, set_valued, None if pure is not None else collision)
+    g, dists = _targets_priors(p, distributions, set_valued, None if pure is not None else collision, set_size=k)
     conf = _validate.confidence("confidence", confidence)
     confs = np.atleast_1d(conf)
     targets = 1.0 - confs
     # the same targets bounded again (an attack's variants share the prior and the release's profile): memoised
-    key = (repr(profile), set_valued, g.values.tobytes(), g.counts.tobytes(),
+    key = (repr(profile), set_valued, k, g.values.tobytes(), g.counts.tobytes(),
            None if g.collision is None else g.collision.tobytes(),
            None if dists is None else (tuple(s.key for s in dists.shapes), dists.counts.tobytes()), confs.tobytes())
     if key in _COUNTS_MEMO:
         out, by = _COUNTS_MEMO[key]
     else:
-        out, by = _count_bounds(profile, g, dists, pure, set_valued, confs, targets)
+        out, by = _count_bounds(profile, g, dists, pure, set_valued, confs, targets, k or 1)
         if len(_COUNTS_MEMO) >= 256:
             _COUNTS_MEMO.clear()
         _COUNTS_MEMO[key] = (out, by)
@@ -320,7 +340,8 @@ def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: 
 _COUNTS_MEMO: dict = {}
 
 
-def _count_bounds(profile, g: Priors, dists, pure, set_valued: bool, confs: np.ndarray, targets: np.ndarray):
+def _count_bounds(profile, g: Priors, dists, pure, set_valued: bool, confs: np.ndarray, targets: np.ndarray,
+                  set_size: int = 1):
     """count_bounds' work: each applicable theorem's counts and their minimum (arrays over the confidences)."""
     by: dict[str, np.ndarray] = {}
     if pure is not None:
@@ -328,7 +349,7 @@ def _count_bounds(profile, g: Priors, dists, pure, set_valued: bool, confs: np.n
     else:
         by[SPLIT_THEOREM] = np.array(split_counts(OneRun(profile, g, set_valued), targets), dtype=int)
     if dists is not None and not dists.uniform:
-        by[whole_prior.WHOLE_PRIOR_THEOREM] = np.array(whole_prior_counts(profile, dists, targets), dtype=int)
+        by[whole_prior.WHOLE_PRIOR_THEOREM] = np.array(whole_prior_counts(profile, dists, targets, set_size), dtype=int)
     if not set_valued and pure is None:
         mmc = _mmc_counts(profile, g, confs)
         if mmc is not None:
@@ -391,7 +412,7 @@ PURE_THEOREM = "Theorem 3.1 (eps-DP, the posterior argument)"
 # --------------------------------------------------------------------------------------------
 # Theorem 3: the whole prior (stages/bound/THEORY.md, section 8; search.WholePriorRun, whole_prior.py)
 # --------------------------------------------------------------------------------------------
-def _targets_priors(p, distributions, set_valued: bool, collision=None, name: str = "p"):
+def _targets_priors(p, distributions, set_valued: bool, collision=None, name: str = "p", set_size: int | None = None):
     """(the split theorem's Priors, the targets' whole priors as whole_prior.Distributions or None).
 
     Without ``distributions`` this is ``grouped(p, collision)``. With them, for one exact guess p may be
@@ -403,21 +424,25 @@ def _targets_priors(p, distributions, set_valued: bool, collision=None, name: st
             raise ValueError(f"{name} must be given (the targets' prior successes) unless distributions= gives "
                              "their whole priors, got None.")
         return grouped(p, collision if set_valued else None), None
-    if collision is not None:
-        raise ValueError(f"collision must be None when distributions are given (it is derived from them), got {collision!r}.")
     dists = Distributions.of(distributions)
     if set_valued:
         if p is None:
             raise ValueError(f"{name} must be given for set-valued success (the prior mass of the best success set "
                              "depends on the metric), got None; pass p with distributions=.")
-        g = grouped(p)
+        # the split theorem's set-valued weights: each target's collision probability where given with p (paired
+        # target by target), else the smallest of any target's (the pairing of p_i to distributions is unknown)
+        g = grouped(p, collision) if collision is not None else grouped(p)
         if g.n != dists.n:
             raise ValueError(f"{name} and distributions must describe the same targets, got {g.n} prior successes "
                              f"and {dists.n} distributions.")
-        # the split theorem's set-valued weights need only the mean of 1 - c_i over each p-group; without the
-        # pairing of p_i to distributions the safe choice is the smallest collision probability of any target
-        c = float(np.min(dists.collision))
-        return Priors._unchecked(g.values, g.counts, np.full(g.values.shape, c)), None
+        if collision is None:
+            c = float(np.min(dists.collision))
+            g = Priors._unchecked(g.values, g.counts, np.full(g.values.shape, c))
+        # Theorem 3 reads the whole priors for set-valued success only with the sets' largest size (Lemma 4')
+        return g, (dists if set_size else None)
+    if collision is not None:
+        raise ValueError(f"collision must be None when distributions are given for one exact guess (it does not enter "
+                         f"the bound), got {collision!r}.")
     derived = Priors._unchecked(*_merge(dists.p, dists.counts))
     if p is not None:
         g = grouped(p)

@@ -259,10 +259,17 @@ class ExcessCurve:
 
     phi(0) is the worst-case success of one exact guess over every mechanism with the profile (the
     relaxation's optimum). phi is convex and non-increasing in q, and 0 from q = 1 on.
+
+    ``set_size`` k > 1: success is a set of at most k values (k guesses, a distance window), rho the posterior
+    mass of the set; the relaxation is THEORY.md's Lemma 4' (rows <= k, coefficients (1 - q/k) pi and
+    (q/k) (1 - pi)); k = 1 is Lemma 4.
     """
 
-    def __init__(self, profile: PrivacyProfile, shape: PriorShape):
+    def __init__(self, profile: PrivacyProfile, shape: PriorShape, set_size: int = 1):
         self.profile, self.shape = profile, shape
+        self.set_size = int(set_size)
+        if self.set_size < 1:
+            raise ValueError(f"set_size must be a positive integer (the most values a success set holds), got {set_size!r}.")
         eps, deltas = _profile_lines(profile)
         # every line y >= s P - c of the trade-off relaxation, both families (THEORY.md section 8)
         self._eps = eps
@@ -293,7 +300,7 @@ class ExcessCurve:
         if q >= 1.0:
             return 0.0
         if q not in self._cache or (fine and q not in self._fine):
-            if 0.0 < q <= 1.0 / self._support:
+            if 0.0 < q <= 1.0 / self._support and self.set_size == 1:
                 # below 1/|support| the best guess's posterior (>= 1/|support|) is never under q, so
                 # phi(q) = sup E[rho*] - q = phi(0) - q exactly (THEORY.md section 8): nothing to solve at q
                 value = self(0.0, fine) - q
@@ -336,28 +343,35 @@ class ExcessCurve:
         of the grid's lines, valid whatever the rounding), so a multiplier found at a nearby q gives a certified
         value at q without solving there.
         """
-        pi, m = self.shape.probs, self.shape.mult.astype(float)
+        a, b, m = self._coefficients(q)
         # any multipliers are valid: those of the LPs solved nearest q (and nu = 0) are the ones that fit
         near = sorted(range(1, len(self._multipliers)), key=lambda j: abs(self._multiplier_q[j] - q))[:_DUAL_NEAREST]
         nu = np.stack([self._multipliers[0]] + [self._multipliers[j] for j in near])  # (J, G)
-        values = envelope.dual_bound(self._hull, (1.0 - q) * pi, q * (1.0 - pi), m, nu)
+        values = envelope.dual_bound(self._hull, a, b, m, nu, self.set_size)
         return float(min(1.0, max(0.0, float(np.min(values)))))
 
     def _solve_envelope(self, q: float) -> float:
         """RP(q) over every line of the grid, solved in closed form and certified by its dual (``envelope.solve``);
         its row multipliers are kept for ``dual``."""
-        pi, m = self.shape.probs, self.shape.mult.astype(float)
-        value, nu = envelope.solve(self._hull, pi, m, q)
+        a, b, m = self._coefficients(q)
+        value, nu = envelope.solve(self._hull, a, b, m, self.set_size)
         self._multipliers.append(nu)
         self._multiplier_q.append(q)
         return float(min(1.0, max(0.0, value)))
 
+    def _coefficients(self, q: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(a, b, m): the relaxation's objective sum_g m_g (a_g P_g - b_g y_g) at q (Lemma 4, or Lemma 4' for
+        success sets of at most k values: a = (1 - q/k) pi, b = (q/k) (1 - pi))."""
+        pi, m = self.shape.probs, self.shape.mult.astype(float)
+        r = q / self.set_size
+        return (1.0 - r) * pi, r * (1.0 - pi), m
+
     def _solve(self, q: float, fine: bool = True) -> float:
         """The relaxation by cutting planes over the grid's lines, then (fine) tangent lines at continuous eps."""
-        pi, m = self.shape.probs, self.shape.mult.astype(float)
-        G = pi.size
+        a, b_obj, m = self._coefficients(q)
+        G = a.size
         # variables x = (P_1..P_G, y_1..y_G) in [0, 1]; linprog minimises c.x
-        c = -np.concatenate([m * (1.0 - q) * pi, -m * q * (1.0 - pi)])
+        c = -np.concatenate([m * a, -m * b_obj])
         # rows: P_g - y_g + sum_h m_h y_h <= 1
         row_block = np.hstack([np.eye(G), np.tile(m, (G, 1)) - np.eye(G)])
         value = 1.0
@@ -371,7 +385,7 @@ class ExcessCurve:
             A_lines[np.arange(R), groups] = self._all_s[lines]
             A_lines[np.arange(R), G + groups] = -1.0
             A = np.vstack([row_block, A_lines])
-            b = np.concatenate([np.ones(G), self._all_c[lines]])
+            b = np.concatenate([np.full(G, float(self.set_size)), self._all_c[lines]])
             # presolve costs more than it saves on an LP this small (a third of the time at 10 groups); with or
             # without it the value used is the certified dual bound below
             res = optimize.linprog(c, A_ub=A, b_ub=b, bounds=(0.0, 1.0), method="highs", options={"presolve": False})
@@ -490,20 +504,31 @@ _CURVES: dict = {}
 _CURVES_MAX = 4096
 
 
-def excess_curve(profile: PrivacyProfile, shape: PriorShape) -> ExcessCurve:
-    """The (memoised) ExcessCurve of a profile and a prior shape."""
-    key = (repr(profile), shape.key)
+def excess_curve(profile: PrivacyProfile, shape: PriorShape, set_size: int = 1) -> ExcessCurve:
+    """The (memoised) ExcessCurve of a profile, a prior shape and a largest success set."""
+    key = (repr(profile), shape.key, int(set_size))
     curve = _CURVES.get(key)
     if curve is None:
         if len(_CURVES) >= _CURVES_MAX:
             _CURVES.clear()
-        curve = _CURVES[key] = ExcessCurve(profile, shape)
+        curve = _CURVES[key] = ExcessCurve(profile, shape, set_size)
     return curve
 
 
-def whole_prior_success(profile: PrivacyProfile, shape: PriorShape) -> float:
-    """Theorem 3 at n = 1: the worst-case success of one exact guess, phi(0) (certified relaxation)."""
-    return excess_curve(profile, shape)(0.0)
+def whole_prior_success(profile: PrivacyProfile, shape: PriorShape, set_size: int = 1) -> float:
+    """Theorem 3 at n = 1: the worst-case success of one exact guess (or of a success set of at most ``set_size``
+    values), phi(0) (certified relaxation)."""
+    return excess_curve(profile, shape, set_size)(0.0)
+
+
+def threshold_priors(dists: Distributions, set_size: int = 1) -> np.ndarray:
+    """Per group, the p that places the thresholds q(t) = expit(t + logit p): max pi for one exact guess; for
+    success sets of at most k values the mass of the k largest probabilities (the largest prior mass any such set
+    can hold). Theorem 3 holds for any thresholds; this only chooses the family searched."""
+    if set_size == 1:
+        return dists.p
+    return np.array([min(1.0, float(np.sum(np.repeat(s.probs, np.minimum(s.mult, set_size))[:set_size])))
+                     for s in dists.shapes])
 
 
 # --------------------------------------------------------------------------------------------
@@ -518,17 +543,19 @@ def thresholds(t: float, p: np.ndarray) -> np.ndarray:
     return np.where(p >= 1.0, 1.0, np.where(p <= 0.0, 0.0, out))
 
 
-def budgets(profile: PrivacyProfile, dists: Distributions, t: float, exact: bool = True) -> np.ndarray:
+def budgets(profile: PrivacyProfile, dists: Distributions, t: float, exact: bool = True, set_size: int = 1) -> np.ndarray:
     """Per group, a bound on E[(rho - q(t))_+]: the relaxation's phi(q), and for t >= 0 also Lemma 2's
     delta(t) (1 - beta(t, p)) (the split theorem's budget at eps = t, valid at threshold beta(t, p)).
     ``exact=True`` solves phi at q(t) over the profile's grid of lines (without the tangents at continuous eps,
     which only the one-target worst case adds); ``exact=False`` reads it from the chords and dual bounds between
-    solved points (``ExcessCurve.upper``). Every value is a valid bound."""
-    p = dists.p
+    solved points (``ExcessCurve.upper``). Every value is a valid bound. ``set_size`` k > 1: success sets of at
+    most k values (Lemma 4'), thresholds from ``threshold_priors``, and no Lemma 2 term (Lemma 2 is for one exact
+    guess)."""
+    p = threshold_priors(dists, set_size)
     q = thresholds(t, p)
-    phi = np.array([excess_curve(profile, s)(qq, fine=False) if exact else excess_curve(profile, s).upper(qq)
-                    for s, qq in zip(dists.shapes, q)])
-    if t >= 0 and np.isfinite(t):
+    curves = [excess_curve(profile, s, set_size) for s in dists.shapes]
+    phi = np.array([c(qq, fine=False) if exact else c.upper(qq) for c, qq in zip(curves, q)])
+    if t >= 0 and np.isfinite(t) and set_size == 1:
         d = profile.delta_upper(float(t))
         phi = np.minimum(phi, d * (1.0 - q))
     return phi

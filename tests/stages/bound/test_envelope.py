@@ -4,7 +4,8 @@ Against an independent solve of the same relaxation, RP(q) with every line of th
 LP (HiGHS at tight tolerances): the closed-form value is never below a feasible point of that LP (its solution
 made exactly feasible: a rigorous lower bound on RP) and never above the LP's own certified dual bound by more
 than 1e-11, on every case of a grid of profiles (mu-GDP, (eps, delta)-DP, eps-DP), priors (Zipf over 10 and 100
-values, binary, ternary, uniform) and thresholds. The dual bound D(nu) is checked to bound RP for arbitrary
+values, binary, ternary, uniform) and thresholds, for one exact guess (rows <= 1) and for success sets of at most 3
+values (Lemma 4', rows <= 3). The dual bound D(nu) is checked to bound RP for arbitrary
 multipliers, and the envelope to be the maximum of the lines.
 """
 from __future__ import annotations
@@ -37,19 +38,21 @@ def grid_lines(curve: W.ExcessCurve) -> tuple[np.ndarray, np.ndarray]:
 
 
 def lp_with_every_line(curve: W.ExcessCurve, q: float) -> tuple[float, float]:
-    """(a rigorous lower bound, the certified upper bound) on RP(q) with every grid line as a row of one LP."""
+    """(a rigorous lower bound, the certified upper bound) on RP(q) (RP_k(q) for a curve of set_size k) with every
+    grid line as a row of one LP."""
     pi, m = curve.shape.probs, curve.shape.mult.astype(float)
+    k = curve.set_size
     G = pi.size
     s, c = grid_lines(curve)
     L = s.size
-    cost = -np.concatenate([m * (1 - q) * pi, -m * q * (1 - pi)])
+    cost = -np.concatenate([m * (1 - q / k) * pi, -m * (q / k) * (1 - pi)])
     rows = np.hstack([np.eye(G), np.tile(m, (G, 1)) - np.eye(G)])
     lines = np.zeros((G * L, 2 * G))
     for g in range(G):
         lines[g * L:(g + 1) * L, g] = s
         lines[g * L:(g + 1) * L, G + g] = -1.0
     A = np.vstack([rows, lines])
-    b = np.concatenate([np.ones(G), np.tile(c, G)])
+    b = np.concatenate([np.full(G, float(k)), np.tile(c, G)])
     res = optimize.linprog(cost, A_ub=A, b_ub=b, bounds=(0, 1), method="highs",
                            options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
     assert res.status == 0
@@ -59,20 +62,22 @@ def lp_with_every_line(curve: W.ExcessCurve, q: float) -> tuple[float, float]:
     envelope = lambda P: np.maximum(0.0, np.max(s[None, :] * P[:, None] - c[None, :], axis=1))
     P, y = np.clip(res.x[:G], 0.0, 1.0), np.clip(res.x[G:], 0.0, 1.0)
     y = np.maximum(y, envelope(P))
-    P = np.maximum(0.0, np.minimum(P, 1.0 + y - m @ y))
-    y = np.maximum(y, envelope(P))
-    assert np.all(P - y + m @ y <= 1.0 + 1e-15) and np.all(y <= 1.0)
-    lower = float((m * (1 - q) * pi) @ P - (m * q * (1 - pi)) @ y)
+    P = np.maximum(0.0, np.minimum(P, k + y - m @ y))
+    y = np.minimum(1.0, np.maximum(y, envelope(P)))  # the envelope is <= 1 - delta on [0, 1] (up to rounding)
+    assert np.all(P - y + m @ y <= k + 1e-15) and np.all(y <= 1.0)
+    lower = float((m * (1 - q / k) * pi) @ P - (m * (q / k) * (1 - pi)) @ y)
     return lower, upper
 
 
 @pytest.mark.parametrize("profile", PROFILES, ids=repr)
 @pytest.mark.parametrize("name", sorted(PRIORS))
-def test_closed_form_equals_the_lp_over_every_line_and_is_never_below_it(profile, name):
+@pytest.mark.parametrize("set_size", [1, 3])
+def test_closed_form_equals_the_lp_over_every_line_and_is_never_below_it(profile, name, set_size):
     shape = W.prior_shape(PRIORS[name])
-    curve = W.ExcessCurve(profile, shape)
+    curve = W.ExcessCurve(profile, shape, set_size)
     for q in THRESHOLDS:
-        value, nu = E.solve(curve._hull, shape.probs, shape.mult.astype(float), q)
+        a, b, m = curve._coefficients(q)
+        value, nu = E.solve(curve._hull, a, b, m, set_size)
         lower, upper = lp_with_every_line(curve, q)
         assert value >= lower, (q, value, lower)
         assert value <= upper + 1e-11, (q, value, upper)

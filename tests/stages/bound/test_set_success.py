@@ -21,7 +21,7 @@ import pytest
 from scipy import optimize, special
 
 from stages.bound import best_bound, count_bound, kgk_bound, success_bound, tail_bound
-from stages.bound.box import prior_collision
+from stages.bound.box import prior_collision, success_set_size
 from stages.bound import whole_prior as W
 from stages.bound.profiles import ApproxDP, DPSGD, GaussianDP, PureDP
 
@@ -173,9 +173,16 @@ def test_pipeline_records_the_theorem_used(compose_config, metric, k, set_valued
                          f"metric={metric}", f"attack.k={k}")
     metrics, _, _ = compute_metrics(cfg)
     record = metrics["bound_theorem"]
-    if set_valued:  # the split theorem with set-valued weights alone
-        assert record["theorem"].startswith("split one-run theorem (THEORY.md Thm 1)")
-        assert "candidates" not in record
+    if set_valued:  # the split theorem with set-valued weights, and Theorem 3 with the sets' largest size (Lemma 4')
+        assert record["candidates"] == ["split one-run theorem (THEORY.md Thm 1), a-priori guesses z*, set-valued weights",
+                                        "whole-prior theorem (THEORY.md Thm 3)"]
+        from pipeline.game import build_boxes
+
+        metric_box = build_boxes(cfg).metric
+        assert record["set_size"] == success_set_size(metric_box, k, cfg.prior.domain_size) >= 2
+        assert record["whole_prior_version"] == W.WHOLE_PRIOR_VERSION
+        winners = set(record["by_confidence"].values())
+        assert winners <= set(record["candidates"])
     else:  # one exact guess on a prior with distributions: the minimum of the split and whole-prior theorems
         assert record["candidates"] == ["split one-run theorem (THEORY.md Thm 1), a-priori guesses z*",
                                         "whole-prior theorem (THEORY.md Thm 3)",
