@@ -23,10 +23,11 @@ distinct probability suffices. Its value is always a dual bound (weak duality), 
 smaller than the relaxation's optimum. With the lines of the dense grid of ``PrivacyProfile.tradeoff`` it is
 solved in closed form (``envelope``: one multiplier for the coupling, each group's problem explicit, the
 value certified by the rows' Lagrangian dual); the one-target worst case (``fine=True``) adds, by cutting
-planes through an LP, tangent lines at continuous eps between the grid's. For (eps, delta)-DP and eps-DP the relaxation equals the exact LP over all
-mechanisms on every case of the test grid; for mu-GDP it is exact on two-valued priors (riskcal's
-Bayes risk) and within ~1e-4 of the finite-eps LP for mu <= 1 on the grid, looser for mu = 2
-(THEORY.md, section 8, gives the numbers).
+planes through an LP, tangent lines at continuous eps between the grid's. For (eps, delta)-DP and eps-DP
+the relaxation equals the exact LP over all mechanisms on every case of the test grid; for mu-GDP it is
+exact on two-valued priors (riskcal's Bayes risk) and within ~1e-4 of the finite-eps LP for mu <= 1 on the
+grid, looser for mu = 2 (THEORY.md, section 8, gives the numbers). Success sets of at most k values (k guesses,
+a window) use the same relaxation with rows <= k (THEORY.md, Lemma 4'; ``set_size``).
 
 Large domains are made small by rounding probabilities up (``prior_shape``): the relaxation's value
 can only grow when a probability grows, so rounding the tail of a prior up onto a geometric grid of at
@@ -336,9 +337,9 @@ class ExcessCurve:
     def dual(self, q: float) -> float:
         """The Lagrangian dual bound at q for each stored row multiplier nu >= 0, minimised over them.
 
-        Dualising only the rows P_g - y_g + Y <= 1 (one multiplier nu_g per row of group g, Lambda = sum_g m_g nu_g)
-        leaves D(nu) = Lambda + sum_g m_g psi(a_g - nu_g, b_g + Lambda - nu_g), a_g = (1 - q) pi_g,
-        b_g = q (1 - pi_g), psi(alpha, beta) = max over P in [0, 1], g(P) <= y <= 1 of alpha P - beta y. By weak
+        Dualising only the rows P_g - y_g + Y <= k (k = set_size, 1 for one exact guess; one multiplier nu_g per row
+        of group g, Lambda = sum_g m_g nu_g) leaves D(nu) = k Lambda + sum_g m_g psi(a_g - nu_g, b_g + Lambda - nu_g),
+        a_g = (1 - q/k) pi_g, b_g = (q/k) (1 - pi_g), psi(alpha, beta) = max over P in [0, 1], g(P) <= y <= 1 of alpha P - beta y. By weak
         duality D(nu) >= RP(q) for every nu >= 0 and every q (``envelope.dual_bound`` evaluates psi through two
         of the grid's lines, valid whatever the rounding), so a multiplier found at a nearby q gives a certified
         value at q without solving there.
@@ -372,7 +373,7 @@ class ExcessCurve:
         G = a.size
         # variables x = (P_1..P_G, y_1..y_G) in [0, 1]; linprog minimises c.x
         c = -np.concatenate([m * a, -m * b_obj])
-        # rows: P_g - y_g + sum_h m_h y_h <= 1
+        # rows: P_g - y_g + sum_h m_h y_h <= set_size (1 for one exact guess)
         row_block = np.hstack([np.eye(G), np.tile(m, (G, 1)) - np.eye(G)])
         value = 1.0
         polish = _POLISH_ROUNDS if (fine and G <= _POLISH_GROUPS) else 0
