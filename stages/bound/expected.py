@@ -13,7 +13,7 @@ trials (stages.bound.theorems.expected_count_bounds; THEORY.md sections 8 and 9,
 from __future__ import annotations
 
 from stages.bound.box import (TrialLaws, as_confidences, bound_theorem, count_dict, guesses_per_target, played_trials,
-                              prior_distributions)
+                              prior_distributions, success_set_size)
 from stages.bound.prior_run import PRIOR_RUN_THEOREM, PRIOR_RUN_VERSION
 from stages.bound.theorems import (EXPECTED_BOUND_VERSION, EXPECTED_PRIOR_RUN_THEOREM, EXPECTED_THEOREM,
                                    EXPECTED_WHOLE_PRIOR_THEOREM, MMC_THEOREM, SPLIT_THEOREM, expected_count_bounds, winner)
@@ -49,8 +49,11 @@ class ExpectedBound:
         p_runs = [played.priors(r) for r in range(len(played))]
         info = self.theorem(profile, prior, metric, trials)
         set_valued = info["set_valued"]
-        dists = None if set_valued else prior_distributions(prior)
-        counts, by = expected_count_bounds(profile, p_runs, levels, distributions=dists, set_valued=set_valued)
+        # set-valued success reads the whole prior only with the success sets' largest size (THEORY.md, Lemma 4')
+        size = info.get("set_size") if set_valued else 1
+        dists = prior_distributions(prior) if size is not None else None
+        counts, by = expected_count_bounds(profile, p_runs, levels, distributions=dists, set_valued=set_valued,
+                                           set_size=size if (set_valued and dists is not None) else None)
         own = {EXPECTED_THEOREM: info["theorem"], SPLIT_THEOREM: f"{SPLIT_THEOREM}, a-priori guesses z*"}
         names = {name: own.get(name, name) for name in by}
         return count_dict(levels, counts), {float(c): names[w] for c, w in zip(levels, winner(by))}
@@ -63,7 +66,13 @@ class ExpectedBound:
                             THEOREM, PURE_THEOREM)
         if out["set_valued"] and "eps-DP" not in out["reason"]:
             out["reason"] = "success is set-valued: each target's extra-success budget is still <= delta(eps)"
-        if not out["set_valued"]:
+        if out["set_valued"]:
+            # Theorem 3 with success sets of at most set_size values (Lemma 4'), shared or averaged over the trials
+            out["set_size"] = success_set_size(metric, guesses_per_target(trials), getattr(first, "domain_size", None))
+            if out["set_size"] is not None:
+                out["candidates"] = [out["theorem"], WHOLE_PRIOR_THEOREM, EXPECTED_WHOLE_PRIOR_THEOREM]
+                out["whole_prior_version"] = WHOLE_PRIOR_VERSION
+        else:
             out["version"] = EXPECTED_BOUND_VERSION
             out["candidates"] = [out["theorem"], f"{SPLIT_THEOREM}, a-priori guesses z*", WHOLE_PRIOR_THEOREM,
                                  EXPECTED_WHOLE_PRIOR_THEOREM, MMC_THEOREM, PRIOR_RUN_THEOREM, EXPECTED_PRIOR_RUN_THEOREM]

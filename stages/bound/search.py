@@ -764,15 +764,17 @@ class ExpectedWholePriorRun(WholePriorRun):
             part.solve_nodes()
 
 
-def expected_whole_prior_counts(profile: PrivacyProfile, runs: list[Distributions], targets: np.ndarray) -> list[int]:
+def expected_whole_prior_counts(profile: PrivacyProfile, runs: list[Distributions], targets: np.ndarray,
+                                set_size: int = 1) -> list[int]:
     """Theorem 3 averaged over the trials (``ExpectedWholePriorRun``): the smallest c with bound(c + 1) <= target."""
-    return _whole_prior_counts(ExpectedWholePriorRun(profile, runs), targets)
+    return _whole_prior_counts(ExpectedWholePriorRun(profile, runs, set_size), targets)
 
 
-def expected_whole_prior_tail(profile: PrivacyProfile, runs: list[Distributions], v: int) -> tuple[float, float, float]:
+def expected_whole_prior_tail(profile: PrivacyProfile, runs: list[Distributions], v: int,
+                              set_size: int = 1) -> tuple[float, float, float]:
     """(Theorem 3 averaged over the trials' priors: a bound on the mean of Pr_r[successes >= v], the t attaining it,
     the standard error over the trials of their own values at that t and J)."""
-    run = ExpectedWholePriorRun(profile, runs)
+    run = ExpectedWholePriorRun(profile, runs, set_size)
     t = run.minimise(lambda t, exact: run.objective(t, v, exact))
     value = run.objective(t, v)
     own = [budget_value(tail, int(v), m) for tail, m in (part.at(t) for part in run.parts)]

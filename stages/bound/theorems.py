@@ -514,7 +514,7 @@ def _run_distributions(distributions, runs: list[Priors]):
 
 
 def expected_tail(profile, p_runs, v, *, eps=None, distributions=None, game: str = "reconstruction",
-                  set_valued: bool = False):
+                  set_valued: bool = False, set_size=None):
     """Theorem 3.2 (THEORY.md, Theorem 2), estimated from R runs of the mechanism:
 
     Pr[successes >= v] <= min_J (sum_{i=0}^{J} E_a[Pr[S*_eps(a) >= v - i]] + n delta(eps)) / (J + 1)
@@ -540,27 +540,27 @@ def expected_tail(profile, p_runs, v, *, eps=None, distributions=None, game: str
     """
     profile = _profile(profile, game)
     set_valued = _check_set_valued(set_valued)
+    k = _check_set_size(set_size, set_valued)
     runs = _runs(p_runs)
     n = runs[0].n
     v = _validate.integer("v", v)
     shared, per_run = _run_distributions(distributions, runs)
-    if (shared is not None or per_run is not None) and (set_valued or eps is not None):
-        raise ValueError("distributions= takes one exact guess per target and no fixed eps (the whole-prior theorem "
-                         f"has its own threshold), got set_valued={set_valued!r}, eps={eps!r}; drop one of them.")
+    _check_expected_whole(shared, per_run, set_valued, k, eps)
     if v <= 0:
         return 1.0, 0.0
     if v > n:
         return 0.0, 0.0
     value, se = _expected_split_tail(profile, runs, v, eps)
     if shared is not None:
-        whole = float(tail_bound(profile, None, v, distributions=shared, game=game))
+        whole = (float(tail_bound(profile, None, v, distributions=shared, game=game)) if not set_valued
+                 else whole_prior_tail(profile, shared, v, k)[0])
         if whole < value:
             value, se = whole, 0.0
     elif per_run is not None:
-        whole, _, whole_se = expected_whole_prior_tail(profile, per_run, v)
+        whole, _, whole_se = expected_whole_prior_tail(profile, per_run, v, k)
         if whole < value:
             value, se = whole, whole_se
-        if n <= prior_run.PRIOR_RUN_MAX_TARGETS:
+        if n <= prior_run.PRIOR_RUN_MAX_TARGETS and not set_valued:
             pooled = prior_run.PriorRun(profile, None, prior_run.pooled_conjugate(profile, per_run)).tail(v)
             if pooled < value:
                 value, se = pooled, 0.0  # a bound on the mixture from the runs' priors (no estimate of a mean)
@@ -588,18 +588,30 @@ def _expected_split_tail(profile: PrivacyProfile, runs: list[Priors], v: int, ep
 
 
 def expected_count_bound(profile, p_runs, confidence=0.95, *, distributions=None, game: str = "reconstruction",
-                         set_valued: bool = False):
+                         set_valued: bool = False, set_size=None):
     """The smallest c with expected_tail(profile, p_runs, c + 1) <= 1 - confidence (an estimate).
 
     ``game`` and ``set_valued`` as in expected_tail; an eps-DP profile uses its own eps only. ``distributions``
-    as in ``expected_count_bounds``, whose minimum this returns.
+    and ``set_size`` as in ``expected_count_bounds``, whose minimum this returns.
     """
     return expected_count_bounds(profile, p_runs, confidence, distributions=distributions, game=game,
-                                 set_valued=set_valued)[0]
+                                 set_valued=set_valued, set_size=set_size)[0]
+
+
+def _check_expected_whole(shared, per_run, set_valued: bool, set_size, eps) -> None:
+    """expected_*'s whole priors need no fixed eps, and for set-valued success the sets' largest size."""
+    if shared is None and per_run is None:
+        return
+    if eps is not None:
+        raise ValueError(f"distributions= takes no fixed eps (the whole-prior theorem has its own threshold), got "
+                         f"eps={eps!r}; drop one of them.")
+    if set_valued and set_size is None:
+        raise ValueError("distributions= with set_valued=True needs set_size= (the most values a success set holds: "
+                         "THEORY.md, Lemma 4'), got None; pass set_size or drop distributions=.")
 
 
 def expected_count_bounds(profile, p_runs, confidence=0.95, *, distributions=None, game: str = "reconstruction",
-                          set_valued: bool = False):
+                          set_valued: bool = False, set_size=None):
     """(counts, {theorem name: counts}): Theorem 2's counts over the runs and, with ``distributions`` (each target's
     whole prior; one exact guess only), the other theorems that bound the mixture of the runs; ``counts`` is their
     minimum per confidence, ``winner`` names the theorem that gave it.
@@ -609,24 +621,30 @@ def expected_count_bounds(profile, p_runs, confidence=0.95, *, distributions=Non
     3-d array (R, n, d) or a sequence of R 2-d arrays / Distributions, in the order of ``p_runs``): Theorem 3 with
     its tails and budgets averaged over the runs at each threshold t (THEORY.md section 8, "Over the trials"), and
     up to prior_run.PRIOR_RUN_MAX_TARGETS targets Theorem 4 with its conjugates averaged over the runs (section 9).
-    ``p_runs`` stays the prior success of each run's actual guesses (Theorem 2's).
+    ``p_runs`` stays the prior success of each run's actual guesses (Theorem 2's). For set-valued success
+    (``set_valued=True``) the whole priors need ``set_size`` (the most values a success set holds): Theorem 3 with
+    Lemma 4' joins, for one shared prior (it bounds every run) or averaged over the runs; Theorem 4 and MMC's count
+    are for one exact guess only.
     """
     profile = _profile(profile, game)
     set_valued = _check_set_valued(set_valued)
+    k = _check_set_size(set_size, set_valued)
     runs = _runs(p_runs)
     conf = _validate.confidence("confidence", confidence)
     confs = np.atleast_1d(conf)
     shared, per_run = _run_distributions(distributions, runs)
-    if set_valued and (shared is not None or per_run is not None):
-        raise ValueError("distributions= takes one exact guess per target (the whole-prior theorems), got "
-                         "set_valued=True; drop distributions= for set-valued success.")
+    _check_expected_whole(shared, per_run, set_valued, k, None)
     by = {EXPECTED_THEOREM: _expected_split_counts(profile, runs, confs)}
-    if shared is not None:
+    if shared is not None and set_valued:
+        if not shared.uniform:
+            by[whole_prior.WHOLE_PRIOR_THEOREM] = np.array(whole_prior_counts(profile, shared, 1.0 - confs, k), dtype=int)
+    elif shared is not None:
         _, one_run = count_bounds(profile, None, confs, distributions=shared, game=game)
         by.update(one_run)
     elif per_run is not None:
-        by[EXPECTED_WHOLE_PRIOR_THEOREM] = np.array(expected_whole_prior_counts(profile, per_run, 1.0 - confs), dtype=int)
-        if runs[0].n <= prior_run.PRIOR_RUN_MAX_TARGETS:
+        by[EXPECTED_WHOLE_PRIOR_THEOREM] = np.array(expected_whole_prior_counts(profile, per_run, 1.0 - confs, k),
+                                                    dtype=int)
+        if runs[0].n <= prior_run.PRIOR_RUN_MAX_TARGETS and not set_valued:
             best = np.min(np.stack(list(by.values())), axis=0)
             by[EXPECTED_PRIOR_RUN_THEOREM] = np.array(
                 prior_run.expected_prior_run_counts(profile, per_run, 1.0 - confs, hint=best), dtype=int)

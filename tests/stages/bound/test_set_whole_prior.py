@@ -3,8 +3,9 @@
 Against the exact LP over every (eps, delta)-DP / eps-DP mechanism (tests/stages/bound/lp_oracle.py, success sets
 given explicitly): at n = 1 the one-target worst case and the threshold excess E[(rho - q)_+] of Lemma 4' are never
 below the exact values, for k-subsets and windows on skewed priors; at n = 2 Theorem 3's tail bound is never below
-the exact worst case of Pr[at least v of 2 succeed]; the count with ``set_size`` is the minimum with Theorem 1's
-and beats it on a skewed prior; bad arguments get one sentence.
+the exact worst case of Pr[at least v of 2 succeed], and averaged over trials with different priors never below the
+exact worst case of the trials' mixture; the count with ``set_size`` is the minimum with Theorem 1's (Theorem 2's over
+the trials) and beats it on a skewed prior; bad arguments get one sentence.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 import lp_oracle as O
 from stages.bound import ApproxDP, GaussianDP, PureDP
+from stages.bound import search as S
 from stages.bound import theorems as T
 from stages.bound import whole_prior as W
 
@@ -100,3 +102,44 @@ def test_thresholds_are_placed_by_the_largest_k_values():
 def test_bad_set_size_is_one_sentence(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# ---------------------------------------------------------------- over the trials (the expected box)
+def _mixture_oracle_sets(runs, v, constraints, sets):
+    """The exact worst case over the trials' mixture with success sets: max over every mechanism meeting the
+    constraints (one mechanism for all trials) of (1/R) sum_r Pr_r[at least v of n succeed]."""
+    import itertools
+    import math
+
+    n, d = runs[0].shape
+    datasets = list(itertools.product(range(d), repeat=n))
+    outputs = O._outputs(n, d, ("sets", sets))
+    px = np.mean([[math.prod(r[i][xi] for i, xi in enumerate(x)) for x in datasets] for r in runs], axis=0)
+    win = np.array([[O._hits(x, o) >= v for o in outputs] for x in datasets], dtype=float)
+    return O._solve_lp(n, d, datasets, outputs, px[:, None] * win, constraints)[0]
+
+
+def test_over_the_trials_never_below_the_exact_lp_over_the_mixture():
+    runs = [np.array([[0.6, 0.3, 0.1], [0.5, 0.25, 0.25]]), np.array([[0.8, 0.15, 0.05], [0.4, 0.35, 0.25]])]
+    dists = [W.Distributions.of(r) for r in runs]
+    sets = O.subsets(3, 2)
+    for profile, constraints in PROFILES[:2]:
+        for v in (1, 2):
+            exact = _mixture_oracle_sets(runs, v, constraints, sets)
+            bound = S.expected_whole_prior_tail(profile, dists, v, 2)[0]
+            assert bound >= exact - 1e-9, (profile, v, bound, exact)
+
+
+def test_expected_counts_with_sets_are_the_minimum_and_need_the_set_size():
+    rows = np.tile([0.5, 0.3, 0.15, 0.05], (50, 1))
+    p_runs = np.full((3, 50), 0.8)
+    counts, by = T.expected_count_bounds(GaussianDP(1.0), p_runs, [0.05, 0.5, 0.95], distributions=rows,
+                                         set_valued=True, set_size=2)
+    assert set(by) == {T.EXPECTED_THEOREM, W.WHOLE_PRIOR_THEOREM}
+    assert np.array_equal(counts, np.minimum(by[T.EXPECTED_THEOREM], by[W.WHOLE_PRIOR_THEOREM]))
+    per_trial = [rows, np.tile([0.4, 0.4, 0.1, 0.1], (50, 1)), rows]
+    counts, by = T.expected_count_bounds(GaussianDP(1.0), p_runs, [0.05, 0.5, 0.95], distributions=per_trial,
+                                         set_valued=True, set_size=2)
+    assert set(by) == {T.EXPECTED_THEOREM, T.EXPECTED_WHOLE_PRIOR_THEOREM}
+    with pytest.raises(ValueError, match=r"^distributions= with set_valued=True needs set_size="):
+        T.expected_count_bounds(GaussianDP(1.0), p_runs, 0.5, distributions=rows, set_valued=True)
