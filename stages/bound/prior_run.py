@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, sparse, special
 
+from . import envelope
 from .profiles import ApproxDP, PrivacyProfile
 from .whole_prior import _EPS_LINES_MAX, Distributions, _profile_lines
 
@@ -155,31 +156,15 @@ class Conjugate:
 
 def _envelope(profile: PrivacyProfile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The vertices a of g_lines = max(0, the profile's hockey-stick lines) on [0, 1], g_lines there, and the slope
-    right of each vertex but the last (ascending)."""
+    right of each vertex but the last (ascending): ``envelope.hull_of`` on Theorem 3's lines, with an ApproxDP's own
+    two lines added (its whole curve)."""
     eps, deltas = _profile_lines(profile)  # Theorem 3's lines (eps <= _EPS_LINES_MAX)
-    if isinstance(profile, ApproxDP) and profile.eps <= _EPS_LINES_MAX:  # its own two lines: its whole curve
+    if isinstance(profile, ApproxDP) and profile.eps <= _EPS_LINES_MAX:
         eps, deltas = np.append(eps, float(profile.eps)), np.append(deltas, float(profile.delta_))
-    slope = np.concatenate([[0.0], np.exp(-eps), np.exp(eps)])
-    inter = np.concatenate([[0.0], -np.exp(-eps) * deltas, 1.0 - deltas - np.exp(eps)])
-    order = np.lexsort((inter, slope))  # ascending slope; of equal slopes the highest line last
-    slope, inter = slope[order], inter[order]
-    last = np.append(slope[1:] != slope[:-1], True)
-    slope, inter = slope[last], inter[last]
-    hull: list[int] = []  # the upper envelope over the whole line (convex hull trick)
-    for j in range(slope.size):
-        while len(hull) >= 2 and _cross(slope, inter, hull[-2], j) <= _cross(slope, inter, hull[-2], hull[-1]):
-            hull.pop()
-        hull.append(j)
-    cross = np.array([_cross(slope, inter, i, j) for i, j in zip(hull[:-1], hull[1:])])
-    first = int(np.searchsorted(cross, 0.0, side="right"))  # the line on top at a = 0
-    stop = int(np.searchsorted(cross, 1.0, side="left"))  # the line on top at a = 1
-    a = np.concatenate([[0.0], cross[first:stop], [1.0]])
-    g = np.clip(np.max(slope[None, :] * a[:, None] + inter[None, :], axis=1), 0.0, 1.0)
-    return a, g, slope[np.array(hull[first: stop + 1])]
-
-
-def _cross(slope: np.ndarray, inter: np.ndarray, i: int, j: int) -> float:
-    return float((inter[i] - inter[j]) / (slope[j] - slope[i]))
+    # the lines b >= s a - c: b >= e^-eps (a - delta) and b >= e^eps a - (e^eps - 1 + delta)
+    hull = envelope.hull_of(np.concatenate([np.exp(-eps), np.exp(eps)]),
+                            np.concatenate([np.exp(-eps) * deltas, np.expm1(eps) + deltas]))
+    return hull.P, hull.g, hull.s
 
 
 @dataclass
