@@ -12,6 +12,7 @@ from __future__ import annotations
 from stages.bound.box import (as_confidences, bound_theorem, count_dict, guesses_per_target, prior_collision,
                               prior_distributions, success_set_size)
 from stages.bound.theorems import DEFAULT_BOUND_VERSION, MMC_THEOREM, SPLIT_THEOREM, count_bounds, winner
+from stages.bound.designated_run import DESIGNATED_RUN_THEOREM, DESIGNATED_RUN_VERSION
 from stages.bound.prior_run import PRIOR_RUN_THEOREM, PRIOR_RUN_VERSION
 from stages.bound.whole_prior import WHOLE_PRIOR_THEOREM, WHOLE_PRIOR_VERSION
 
@@ -27,6 +28,15 @@ class OneRunBound:
     """count_bound(profile, p*, confidence) with p*_i the prior success of the a-priori guess z*."""
 
     name = "one_run"
+
+    def __init__(self, designated: bool = False) -> None:
+        """``designated``: add Theorem 5 (Theorem 4 with the law of the likeliest values, THEORY.md section 10) to the
+        minimum where it applies (one exact guess, each target's prior known, n <= 200); tighter on skewed priors,
+        tens of seconds a count at n = 100, so off by default."""
+        if not isinstance(designated, bool):
+            raise ValueError(f"designated must be true or false, got {designated!r}; set bound.designated=true to add "
+                             "Theorem 5 or leave it false.")
+        self.designated = designated
 
     def compute(self, profile, prior, metric, trials, confidences) -> dict[float, int]:
         """{confidence: c}: with probability >= confidence at most c targets are attacked (trials give only k).
@@ -56,9 +66,11 @@ class OneRunBound:
         counts, by = count_bounds(profile, p_star if (set_valued or not whole) else None, levels,
                                   distributions=distributions, set_valued=set_valued,
                                   collision=collision if set_valued else None,
-                                  set_size=info.get("set_size") if (set_valued and whole) else None)
+                                  set_size=info.get("set_size") if (set_valued and whole) else None,
+                                  designated=self.designated)
         # the record's own names: the split theorem / Theorem 3.1 as ``theorem`` names them (with their suffixes)
-        names = {name: (name if name in (WHOLE_PRIOR_THEOREM, MMC_THEOREM, PRIOR_RUN_THEOREM) else info["theorem"])
+        names = {name: (name if name in (WHOLE_PRIOR_THEOREM, MMC_THEOREM, PRIOR_RUN_THEOREM, DESIGNATED_RUN_THEOREM)
+                        else info["theorem"])
                  for name in by}
         return count_dict(levels, counts), {float(c): names[w] for c, w in zip(levels, winner(by))}
 
@@ -84,7 +96,10 @@ class OneRunBound:
             out["candidates"].append(PRIOR_RUN_THEOREM)  # where the priors are known, n <= PRIOR_RUN_MAX_TARGETS
             out["whole_prior_version"] = WHOLE_PRIOR_VERSION
             out["prior_run_version"] = PRIOR_RUN_VERSION
+            if self.designated:
+                out["candidates"].append(DESIGNATED_RUN_THEOREM)  # likewise, n <= DESIGNATED_RUN_MAX_TARGETS
+                out["designated_run_version"] = DESIGNATED_RUN_VERSION
         return out
 
     def params(self) -> dict:
-        return {"bound": self.name}
+        return {"bound": self.name, "designated": self.designated}

@@ -29,7 +29,7 @@ import numpy as np
 
 from stages._bisect import NOISE_RTOL, bisect, double_until, smallest_noise
 
-from . import _validate, prior_run, whole_prior
+from . import _validate, designated_run, prior_run, whole_prior
 from .priors import Priors, beta, budget_weights, grouped, pure_tail
 from .profiles import DPSGD, GAMES, ApproxDP, ComposedGaussian, PrivacyProfile, for_game, pure_epsilon_of
 from .search import (EPS_CEILING, ExpectedRun, OneRun, WholePriorRun, count_search, expected_whole_prior_counts,
@@ -302,7 +302,7 @@ def count_bound(profile, p=None, confidence=0.95, *, distributions=None, game: s
 
 
 def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: str = "reconstruction",
-                 set_valued: bool = False, collision=None, set_size=None):
+                 set_valued: bool = False, collision=None, set_size=None, designated: bool = False):
     """(counts, {theorem name: counts}): ``count_bound``'s counts and every applicable theorem's own.
 
     The theorems: Theorem 3.1 (eps-DP profiles), the split theorem (Theorem 1, every other profile), with
@@ -313,6 +313,9 @@ def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: 
     prior_run.PRIOR_RUN_MAX_TARGETS targets, uniform priors included). ``counts`` is their
     minimum, per confidence; ``winner(by_theorem)`` names the theorem that gave it. Shapes follow
     ``confidence`` (an int for a scalar). ``set_size``: as in ``tail_bound`` (Theorem 3 for set-valued success).
+    ``designated=True`` adds Theorem 5 (Theorem 4 with the law of the likeliest values, THEORY.md section 10; one
+    exact guess, each target's prior known, up to designated_run.DESIGNATED_RUN_MAX_TARGETS targets): tighter on
+    skewed priors, but tens of seconds a count at n = 100, so not in the default.
     """
     profile = _profile(profile, game)
     set_valued = _check_set_valued(set_valued)
@@ -325,11 +328,12 @@ def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: 
     # the same targets bounded again (an attack's variants share the prior and the release's profile): memoised
     key = (repr(profile), set_valued, k, g.values.tobytes(), g.counts.tobytes(),
            None if g.collision is None else g.collision.tobytes(),
-           None if dists is None else (tuple(s.key for s in dists.shapes), dists.counts.tobytes()), confs.tobytes())
+           None if dists is None else (tuple(s.key for s in dists.shapes), dists.counts.tobytes()), confs.tobytes(),
+           bool(designated))
     if key in _COUNTS_MEMO:
         out, by = _COUNTS_MEMO[key]
     else:
-        out, by = _count_bounds(profile, g, dists, pure, set_valued, confs, targets, k or 1)
+        out, by = _count_bounds(profile, g, dists, pure, set_valued, confs, targets, k or 1, bool(designated))
         if len(_COUNTS_MEMO) >= 256:
             _COUNTS_MEMO.clear()
         _COUNTS_MEMO[key] = (out, by)
@@ -341,7 +345,7 @@ _COUNTS_MEMO: dict = {}
 
 
 def _count_bounds(profile, g: Priors, dists, pure, set_valued: bool, confs: np.ndarray, targets: np.ndarray,
-                  set_size: int = 1):
+                  set_size: int = 1, designated: bool = False):
     """count_bounds' work: each applicable theorem's counts and their minimum (arrays over the confidences)."""
     by: dict[str, np.ndarray] = {}
     if pure is not None:
@@ -358,7 +362,17 @@ def _count_bounds(profile, g: Priors, dists, pure, set_valued: bool, confs: np.n
         best = np.min(np.stack(list(by.values())), axis=0)
         by[prior_run.PRIOR_RUN_THEOREM] = np.array(prior_run.prior_run_counts(profile, dists, targets, hint=best),
                                                    dtype=int)
+    if designated and _designated_applies(dists, set_valued):
+        best = np.min(np.stack(list(by.values())), axis=0)
+        by[designated_run.DESIGNATED_RUN_THEOREM] = np.array(
+            designated_run.designated_run_counts(profile, dists, targets, best), dtype=int)
     return np.min(np.stack(list(by.values())), axis=0), by
+
+
+def _designated_applies(dists, set_valued: bool) -> bool:
+    """Theorem 5 (THEORY.md section 10): one exact guess, each target's prior known, at most
+    DESIGNATED_RUN_MAX_TARGETS."""
+    return dists is not None and not set_valued and dists.n <= designated_run.DESIGNATED_RUN_MAX_TARGETS
 
 
 def _prior_run_applies(dists, set_valued: bool) -> bool:

@@ -1,15 +1,18 @@
 """Benchmark: Theorem 4's count (MMC's argument with the whole prior, an LP over the law of the count) vs Theorem 3's.
 
-    .venv/bin/python tests/benchmarks/bench_prior_run.py [--sizes 100 200] [--repeats 2]
+    .venv/bin/python tests/benchmarks/bench_prior_run.py [--sizes 100 200] [--repeats 2] [--designated]
 
 For n targets with the quickstart's Zipf prior (10 values, exponent 1.84) under the quickstart's Gaussian mechanism
 at eps = 1, delta = 1e-5, it times in the same run, for confidences 0.05 / 0.5 / 0.95:
 
 * "Theorem 3": ``search.whole_prior_counts`` (the split at per-target thresholds, relaxed one-target LPs), the
   baseline, its memo of ExcessCurves cleared before every run;
-* "Theorem 4": ``prior_run.prior_run_counts`` searched from Theorem 3's counts (as ``count_bounds`` does).
+* "Theorem 4": ``prior_run.prior_run_counts`` searched from Theorem 3's counts (as ``count_bounds`` does);
+* with ``--designated``, "Theorem 5": ``designated_run.designated_run_counts`` searched below Theorem 4's counts (as
+  ``count_bounds(..., designated=True)`` does; THEORY.md section 10), its ratio taken against Theorem 4.
 
-Prints a markdown table: times in seconds (best of --repeats), the ratio Theorem 4 / Theorem 3, and both counts.
+Prints a markdown table: times in seconds (best of --repeats), the ratio Theorem 4 / Theorem 3 (or Theorem 5 /
+Theorem 4), and the counts.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_whole_prior import best_of  # noqa: E402  (clears the memos before every run)
 from stages.bound import GaussianDP  # noqa: E402
+from stages.bound.designated_run import designated_run_counts  # noqa: E402
 from stages.bound.prior_run import prior_run_counts  # noqa: E402
 from stages.bound.search import whole_prior_counts  # noqa: E402
 from stages.bound.whole_prior import Distributions  # noqa: E402
@@ -36,18 +40,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 200])
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--designated", action="store_true", help="time Theorem 5 against Theorem 4")
     args = parser.parse_args()
     profile = GaussianDP.from_epsilon_delta(1.0, 1e-5)
     prior = np.arange(1, 11.0) ** -1.84
     prior /= prior.sum()
-    print("| n | Theorem 3 | Theorem 4 | Theorem 4 / Theorem 3 | counts Theorem 3 | counts Theorem 4 |")
+    a, b = ("Theorem 4", "Theorem 5") if args.designated else ("Theorem 3", "Theorem 4")
+    print(f"| n | {a} | {b} | {b} / {a} | counts {a} | counts {b} |")
     print("|---|---|---|---|---|---|")
     for n in args.sizes:
         dists = Distributions.of(np.tile(prior, (n, 1)))
         t3, c3 = best_of(lambda: whole_prior_counts(profile, dists, 1 - CONFIDENCES), args.repeats)
         t4, c4 = best_of(lambda: prior_run_counts(profile, dists, 1 - CONFIDENCES, hint=c3), args.repeats)
+        if args.designated:
+            t5, c5 = best_of(lambda: designated_run_counts(profile, dists, 1 - CONFIDENCES, c4), args.repeats)
+            (t3, c3), (t4, c4) = (t4, c4), (t5, c5)
         print(f"| {n:,} | {t3:.2f} s | {t4:.2f} s | {t4 / t3:.1f}x | {' / '.join(map(str, c3))} | "
-              f"{' / '.join(map(str, c4))} |")
+              f"{' / '.join(map(str, c4))} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,284 @@
+"""Theorem 5 (THEORY.md section 10): Theorem 4 with the law of the likeliest values.
+
+Theorem 4 sees the targets only through Lemma 5, one target at a time; it does not know that whether target i's
+secret is its likeliest value x̂_i is decided by the prior alone. With m_i = 1[X_i = x̂_i] and M = sum_i m_i, the law of
+M is the Poisson-binomial of the p_i = pi_i(x̂_i) whatever the mechanism and the attack, and a right guess on a target
+whose secret is not its likeliest value costs far more failures than one on the likeliest (Lemma 5'). The LP's
+variables are the joint law P(j, m) = Pr[N = j, M = m] and Q(j, m) = E[U; N = j, M = m], U the right guesses on targets
+at their likeliest value; its constraints are the law of M, 0 <= Q <= min(j, m) P (and Q >= (j + m - n) P), and for
+each cut theta = (s1, s0, l1, l0) >= 0 and each interval I of m' (a relaxation: a finite family of the theorem's
+events E = {(N_-i, M_-i) in W})
+
+    sum_j' ( sum_{m' in I} coef_{j', m'}(theta) )_+ <= sum_i Psi_i(theta),
+
+coef the four kinds of target (right or wrong, at x̂ or not) counted on the states next to (j', m') and Psi_i the
+conjugate of Lemma 5' (closed form for mu-GDP, the vertices of the trade-off envelope otherwise, as Theorem 4's).
+States with Pr[M = m] <= _TRUNCATE are left out and their mass added to the bound (valid: the constraints read only the
+states kept). The value returned is the Lagrangian bound of the LP's multipliers (weak duality), so it holds however
+few cuts were used and whatever the solver's accuracy.
+
+Its LP has ~2 (n + 1) x (the range of M) variables, so it is slower than Theorem 4's (tens of seconds a decision at
+n = 100 on one core): it is not in the default minimum, and ``count_bounds(..., designated=True)`` or the ``one_run``
+box's ``designated: true`` add it.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import optimize, sparse
+
+from stages._bisect import smallest_true
+from .prior_run import Conjugate
+from .profiles import PrivacyProfile
+from .whole_prior import Distributions
+
+__all__ = ["DESIGNATED_RUN_THEOREM", "DESIGNATED_RUN_VERSION", "DESIGNATED_RUN_MAX_TARGETS", "DesignatedRun",
+           "designated_run_tail", "designated_run_counts"]
+
+DESIGNATED_RUN_THEOREM = "one-run count with the law of the likeliest values (THEORY.md Thm 5)"
+DESIGNATED_RUN_VERSION = 1
+#: The LP grows with n times the range of M; beyond this many targets it is not offered.
+DESIGNATED_RUN_MAX_TARGETS = 200
+
+#: States (j, m) with Pr[M = m] at most this are left out; their mass is added to the bound.
+_TRUNCATE = 1e-13
+#: The cut grid: s1, s0 on a log grid (the conjugates are homogeneous, so theta is normalised to max 1), l1 / l0
+#: on angles in [0, pi / 2].
+_S_GRID = np.geomspace(1e-2, 10 ** 2.5, 19)
+_ANGLES = np.linspace(0.0, np.pi / 2, 7)
+_CUTS_PER_ROUND = 8
+_MAX_ROUNDS = 30
+#: A round stops the search once no cut is violated by more than this fraction of its right-hand side.
+_CUT_TOL = 1e-4
+#: A decision tail(c) <= target stops above the target once a round gains less than this fraction of the bound.
+_STALLED = 0.02
+
+
+def _theta_grid() -> np.ndarray:
+    s1, s0, ang = np.meshgrid(_S_GRID, _S_GRID, _ANGLES, indexing="ij")
+    th = np.stack([s1.ravel(), s0.ravel(), np.cos(ang).ravel(), np.sin(ang).ravel()], axis=1)
+    th[np.abs(th) < 1e-15] = 0.0
+    # Theorem 4's own constraints (s1 = s0, l1 = l0) on a finer s grid
+    s = np.geomspace(1e-3, 1e3, 49)
+    th4 = np.stack([s, s, np.ones_like(s), np.ones_like(s)], axis=1)
+    th = np.concatenate([th, th4])
+    return th / th.max(axis=1, keepdims=True)
+
+
+class DesignatedRun:
+    """Theorem 5 for n targets with known priors (``Distributions``): ``tail(c)`` a certified bound on Pr[N >= c]."""
+
+    def __init__(self, profile: PrivacyProfile, dists: Distributions):
+        self.conj = Conjugate(profile, dists)
+        self.n = n = int(dists.n)
+        shapes, counts = dists.shapes, np.asarray(dists.counts, dtype=np.int64)
+        # the law of M: the Poisson-binomial of the likeliest values' probabilities
+        pmf = np.ones(1)
+        for sh, cnt in zip(shapes, counts):
+            pmf = np.convolve(pmf, _binomial_pmf(int(cnt), float(sh.p)))
+        pmf = np.maximum(pmf[: n + 1], 0.0)
+        keep = np.flatnonzero(pmf > _TRUNCATE)
+        self.m_lo, self.m_hi = int(keep[0]), int(keep[-1])
+        inside = np.zeros(n + 1, dtype=bool)
+        inside[self.m_lo: self.m_hi + 1] = True
+        self.eta = float(pmf[~inside].sum())
+        self.pmf = pmf[inside]
+        self.shapes, self.counts = shapes, counts
+        self.nm = self.m_hi - self.m_lo + 1
+        self.ns = (n + 1) * self.nm
+        self.nv = 2 * self.ns
+        self._build()
+        self.grid = _theta_grid()
+        self.rhs_grid = self.rhs(self.grid)
+        self._state: dict[int, dict] = {}
+
+    # ---- the conjugate of Lemma 5', summed over the targets
+    def rhs(self, theta: np.ndarray) -> np.ndarray:
+        """sum_i Psi_i(theta) for thetas (K, 4) = (s1, s0, l1, l0)."""
+        theta = np.atleast_2d(theta)
+        s1, s0, l1, l0 = (theta[:, k][:, None] for k in range(4))
+        out = np.zeros(theta.shape[0])
+        for sh, cnt in zip(self.shapes, self.counts):
+            p = float(sh.p)
+            # the likeliest value: gain s1 p a, cost l0 (1 - p) g(a)
+            val = self._psi(s1 * p, l0 * (1.0 - p))[:, 0]
+            # every other value x (the top's other copies included): gain s0 pi_x a, cost (l1 p + l0 (1 - p - pi_x)) g(a)
+            probs, mult = np.asarray(sh.probs, float), np.asarray(sh.mult, float).copy()
+            mult[0] -= 1.0
+            use = (mult > 0) & (probs > 0)
+            if use.any():
+                px, mx = probs[use][None, :], mult[use]
+                cost = np.maximum(l1 * p + l0 * (1.0 - p - px), 0.0)
+                val = val + self._psi(s0 * px, cost) @ mx
+            out += cnt * val
+        return out
+
+    def _psi(self, gain: np.ndarray, cost: np.ndarray) -> np.ndarray:
+        """sup_a (gain a - cost g(a)) (an upper bound: Theorem 4's closed form or envelope vertices, with its slack)."""
+        gain, cost = np.broadcast_arrays(np.asarray(gain, float), np.asarray(cost, float))
+        if self.conj.mu is not None and self.conj.mu > 0:
+            val = self.conj._gdp(np.maximum(gain, 1e-300), cost)
+        else:
+            val = self.conj._lines(gain, cost)
+        return np.where(gain <= 0.0, 0.0, val)
+
+    # ---- the LP's fixed part and the maps from (P, Q) to each w's four counts
+    def _build(self) -> None:
+        n, nm, ns = self.n, self.nm, self.ns
+        sidx = lambda j, m: j * nm + (m - self.m_lo)
+        # w = (j', m'): the other targets' state, j' in [0, n - 1], m' in [m_lo, min(m_hi, n) - 1]... with m' + 1 kept
+        top = min(self.m_hi - 1, n - 1)
+        self.L = max(top - self.m_lo + 1, 0)
+        jp, mp = np.meshgrid(np.arange(n), np.arange(self.m_lo, self.m_lo + self.L), indexing="ij")
+        jp, mp = jp.ravel(), mp.ravel()
+        W = jp.size
+        w = np.arange(W)
+        P = lambda j, m: sidx(j, m)
+        Q = lambda j, m: ns + sidx(j, m)
+
+        def mat(vals, cols):
+            return sparse.csr_matrix((np.concatenate(vals), (np.concatenate([w] * len(vals)), np.concatenate(cols))),
+                                     shape=(W, self.nv))
+        # right at x̂: Q(j'+1, m'+1); right elsewhere: (j'+1) P(j'+1, m') - Q(j'+1, m');
+        # wrong at x̂: (m'+1) P(j', m'+1) - Q(j', m'+1); wrong elsewhere: (n - m' - j') P(j', m') + Q(j', m')
+        self.maps = [mat([np.ones(W)], [Q(jp + 1, mp + 1)]),
+                     mat([jp + 1.0, -np.ones(W)], [P(jp + 1, mp), Q(jp + 1, mp)]),
+                     mat([mp + 1.0, -np.ones(W)], [P(jp, mp + 1), Q(jp, mp + 1)]),
+                     mat([(n - mp - jp).astype(float), np.ones(W)], [P(jp, mp), Q(jp, mp)])]
+        self.W = W
+        k = np.arange(ns)
+        jj, mm = k // nm, self.m_lo + k % nm
+        self.jj = jj
+        both = lambda a, b: (np.concatenate([a, b]), (np.concatenate([k, k]), np.concatenate([ns + k, k])))
+        hi = sparse.csr_matrix(both(np.ones(ns), -np.minimum(jj, mm).astype(float)), shape=(ns, self.nv))
+        lo = sparse.csr_matrix(both(-np.ones(ns), np.maximum(0, jj + mm - n).astype(float)), shape=(ns, self.nv))
+        self.A_fixed = sparse.vstack([hi, lo]).tocsr()
+        self.A_eq = sparse.csr_matrix((np.ones(ns), (k % nm, k)), shape=(nm, self.nv))
+
+    def _coefs(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        """(K, n, L): coef_{j', m'}(theta) at the LP point x."""
+        f = np.stack([m @ x for m in self.maps])
+        sign = np.array([1.0, 1.0, -1.0, -1.0])
+        return ((theta * sign) @ f).reshape(theta.shape[0], self.n, self.L)
+
+    def _violations(self, x: np.ndarray):
+        """For every grid theta: the largest left-hand side over the intervals of m' (heads, tails, all) minus the
+        right-hand side, and that interval."""
+        co = self._coefs(x, self.grid)
+        K, L = co.shape[0], self.L
+        cs = np.concatenate([np.zeros((K, self.n, 1)), np.cumsum(co, axis=2)], axis=2)
+        best = np.full(K, -np.inf)
+        lo, hi = np.zeros(K, dtype=np.int64), np.full(K, L, dtype=np.int64)
+        for a, b in [(0, L)] + [(a, L) for a in range(1, L)] + [(0, b) for b in range(1, L)]:
+            v = np.maximum(cs[:, :, b] - cs[:, :, a], 0.0).sum(axis=1)
+            better = v > best
+            best[better], lo[better], hi[better] = v[better], a, b
+        return best - self.rhs_grid, lo, hi
+
+    def _lp(self, c: int, cuts: list):
+        """max Pr[N >= c, M kept] with the cuts: (the certified bound (the truncated mass added), x)."""
+        n, K, L = self.n, len(cuts), self.L
+        nt = self.nv + K * n
+        obj = np.zeros(nt)
+        obj[: self.ns] = (self.jj >= c).astype(float)
+        sign = np.array([1.0, 1.0, -1.0, -1.0])
+        blocks = [sparse.hstack([self.A_fixed, sparse.csr_matrix((self.A_fixed.shape[0], K * n))])]
+        b = [np.zeros(self.A_fixed.shape[0])]
+        upper = np.concatenate([np.ones(self.ns), np.full(self.ns, float(n)), np.zeros(K * n)])
+        for k, (th, a, bb, rhs) in enumerate(cuts):
+            coef = sum(sign[t] * th[t] * self.maps[t] for t in range(4)).tocsr()
+            cols = (np.arange(n)[:, None] * L + np.arange(a, bb)[None, :]).ravel()
+            rows = np.repeat(np.arange(n), bb - a)
+            pick = sparse.csr_matrix((np.ones(cols.size), (rows, cols)), shape=(n, self.W))
+            y = sparse.csr_matrix((-np.ones(n), (np.arange(n), self.nv + k * n + np.arange(n))), shape=(n, nt))
+            blocks.append(sparse.hstack([pick @ coef, sparse.csr_matrix((n, K * n))]).tocsr() + y)
+            row = np.zeros((1, nt))
+            row[0, self.nv + k * n: self.nv + (k + 1) * n] = 1.0
+            blocks.append(sparse.csr_matrix(row))
+            b += [np.zeros(n), [rhs]]
+            upper[self.nv + k * n: self.nv + (k + 1) * n] = max(rhs, 0.0)
+        A = sparse.vstack(blocks).tocsr()
+        b = np.concatenate(b)
+        Aeq = sparse.hstack([self.A_eq, sparse.csr_matrix((self.nm, K * n))]).tocsr()
+        res = optimize.linprog(-obj, A_ub=A, b_ub=b, A_eq=Aeq, b_eq=self.pmf, bounds=(0, None), method="highs-ipm")
+        if res.status != 0:
+            return 1.0, None
+        lam = np.maximum(-np.asarray(res.ineqlin.marginals), 0.0)
+        nu = -np.asarray(res.eqlin.marginals)
+        # weak duality on the box the constraints imply (P <= 1, Q <= n P <= n, y <= its cut's right-hand side)
+        reduced = obj - A.T @ lam - Aeq.T @ nu
+        certified = float(lam @ b + nu @ self.pmf + upper @ np.maximum(reduced, 0.0)) + self.eta
+        return min(1.0, certified), np.maximum(res.x[: self.nv], 0.0)
+
+    def tail(self, c: int, target: float | None = None) -> float:
+        """A certified bound on Pr[N >= c]; with ``target``, the rounds stop once it is below the target, or above it
+        while a round gains less than _STALLED of the bound (a wrong "above" only makes a count larger)."""
+        c = int(c)
+        if c <= 0:
+            return 1.0
+        if c > self.n:
+            return 0.0
+        st = self._state.setdefault(c, {"c": c, "cuts": [], "bound": 1.0, "done": False, "rounds": 0})
+        if not st["cuts"] and self._state:
+            donor = [s for k, s in self._state.items() if s["cuts"]]
+            if donor:  # start from the cuts of the nearest c solved
+                st["cuts"] = list(min(donor, key=lambda s: abs(s["c"] - c))["cuts"])
+        st["c"] = c
+        while not st["done"]:
+            if target is not None and st["bound"] <= target:
+                break
+            previous = st["bound"]
+            certified, x = self._lp(c, st["cuts"])
+            st["rounds"] += 1
+            st["bound"] = min(st["bound"], certified)
+            if x is None or st["rounds"] >= _MAX_ROUNDS:
+                st["done"] = True
+                break
+            viol, lo, hi = self._violations(x)
+            order = np.argsort(-viol)
+            order = order[viol[order] > _CUT_TOL * np.maximum(self.rhs_grid[order], 1e-9)][:_CUTS_PER_ROUND]
+            if order.size == 0:
+                st["done"] = True
+                break
+            st["cuts"] += [(self.grid[k], int(lo[k]), int(hi[k]), float(self.rhs_grid[k])) for k in order]
+            if (target is not None and st["bound"] > target and st["rounds"] > 2
+                    and previous - st["bound"] < _STALLED * st["bound"]):
+                break
+        return float(st["bound"])
+
+
+def _binomial_pmf(n: int, p: float) -> np.ndarray:
+    from scipy import stats
+    return stats.binom.pmf(np.arange(n + 1), n, p)
+
+
+def designated_run_tail(profile: PrivacyProfile, dists: Distributions, v: int) -> float:
+    """Theorem 5's bound on Pr[#correct >= v] (one exact guess per target, each target's prior known)."""
+    return DesignatedRun(profile, dists).tail(v)
+
+
+def designated_run_counts(profile: PrivacyProfile, dists: Distributions, targets, hint) -> list[int]:
+    """Theorem 5's count for each target tail probability, searched below ``hint`` (the other theorems' counts): the
+    smallest c found with a certified tail(c + 1) <= target (galloping down from the hint, then bisecting), or the
+    hint itself where tail(hint) is not certified below the target."""
+    run = DesignatedRun(profile, dists)
+    out = []
+    for t, h in zip(np.atleast_1d(np.asarray(targets, dtype=float)), np.atleast_1d(hint)):
+        h = int(h)
+        ok = lambda c: run.tail(c + 1, target=float(t)) <= t
+        if h <= 0 or not ok(h - 1):
+            out.append(h)
+            continue
+        good, step = h - 1, 2
+        bad = None
+        while good > 0:
+            c = max(good - step, 0)
+            if ok(c):
+                good, step = c, step * 2
+            else:
+                bad = c
+                break
+        if bad is None:
+            out.append(good)
+            continue
+        out.append(smallest_true(ok, bad, good))  # ok(bad) false, ok(good) certified
+    return out
