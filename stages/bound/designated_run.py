@@ -17,8 +17,8 @@ States with Pr[M = m] <= _TRUNCATE are left out and their mass added to the boun
 states kept). The value returned is the Lagrangian bound of the LP's multipliers (weak duality), so it holds however
 few cuts were used and whatever the solver's accuracy.
 
-Its LP has ~2 (n + 1) x (the range of M) variables, so it is slower than Theorem 4's (tens of seconds a decision at
-n = 100 on one core): it is not in the default minimum, and ``count_bounds(..., designated=True)`` or the ``one_run``
+Its LP has ~2 (n + 1) x (the range of M) variables, so it is slower than Theorem 4's (~100 s for three counts at
+n = 100 on one core, 30x Theorem 4): it is not in the default minimum, and ``count_bounds(..., designated=True)`` or the ``one_run``
 box's ``designated: true`` add it.
 """
 from __future__ import annotations
@@ -50,7 +50,7 @@ _MAX_ROUNDS = 30
 #: A round stops the search once no cut is violated by more than this fraction of its right-hand side.
 _CUT_TOL = 1e-4
 #: A decision tail(c) <= target stops above the target once a round gains less than this fraction of the bound.
-_STALLED = 0.02
+_STALLED = 0.01
 
 
 def _theta_grid() -> np.ndarray:
@@ -175,7 +175,8 @@ class DesignatedRun:
         return best - self.rhs_grid, lo, hi
 
     def _lp(self, c: int, cuts: list):
-        """max Pr[N >= c, M kept] with the cuts: (the certified bound (the truncated mass added), x)."""
+        """max Pr[N >= c, M kept] with the cuts: (the certified bound (the truncated mass added), x, which cuts bind
+        (a positive multiplier))."""
         n, K, L = self.n, len(cuts), self.L
         nt = self.nv + K * n
         obj = np.zeros(nt)
@@ -201,13 +202,14 @@ class DesignatedRun:
         Aeq = sparse.hstack([self.A_eq, sparse.csr_matrix((self.nm, K * n))]).tocsr()
         res = optimize.linprog(-obj, A_ub=A, b_ub=b, A_eq=Aeq, b_eq=self.pmf, bounds=(0, None), method="highs-ipm")
         if res.status != 0:
-            return 1.0, None
+            return 1.0, None, np.zeros(K, dtype=bool)
         lam = np.maximum(-np.asarray(res.ineqlin.marginals), 0.0)
         nu = -np.asarray(res.eqlin.marginals)
         # weak duality on the box the constraints imply (P <= 1, Q <= n P <= n, y <= its cut's right-hand side)
         reduced = obj - A.T @ lam - Aeq.T @ nu
         certified = float(lam @ b + nu @ self.pmf + upper @ np.maximum(reduced, 0.0)) + self.eta
-        return min(1.0, certified), np.maximum(res.x[: self.nv], 0.0)
+        budget = self.A_fixed.shape[0] + np.arange(K) * (n + 1) + n  # each cut's row sum_j' y_j' <= rhs
+        return min(1.0, certified), np.maximum(res.x[: self.nv], 0.0), lam[budget] > 0.0
 
     def tail(self, c: int, target: float | None = None) -> float:
         """A certified bound on Pr[N >= c]; with ``target``, the rounds stop once it is below the target, or above it
@@ -217,19 +219,20 @@ class DesignatedRun:
             return 1.0
         if c > self.n:
             return 0.0
-        st = self._state.setdefault(c, {"c": c, "cuts": [], "bound": 1.0, "done": False, "rounds": 0})
-        if not st["cuts"] and self._state:
-            donor = [s for k, s in self._state.items() if s["cuts"]]
-            if donor:  # start from the cuts of the nearest c solved
-                st["cuts"] = list(min(donor, key=lambda s: abs(s["c"] - c))["cuts"])
-        st["c"] = c
+        st = self._state.setdefault(c, {"c": c, "cuts": [], "binding": [], "bound": 1.0, "done": False, "rounds": 0})
+        if not st["cuts"]:
+            donor = [s for s in self._state.values() if s["binding"]]
+            if donor:  # start from the cuts that bound at the nearest c solved (all of them would only grow the LP)
+                st["cuts"] = list(min(donor, key=lambda s: abs(s["c"] - c))["binding"])
         while not st["done"]:
             if target is not None and st["bound"] <= target:
                 break
             previous = st["bound"]
-            certified, x = self._lp(c, st["cuts"])
+            certified, x, binding = self._lp(c, st["cuts"])
             st["rounds"] += 1
-            st["bound"] = min(st["bound"], certified)
+            if certified < st["bound"]:
+                st["bound"] = certified
+                st["binding"] = [cut for cut, used in zip(st["cuts"], binding) if used]
             if x is None or st["rounds"] >= _MAX_ROUNDS:
                 st["done"] = True
                 break
@@ -240,7 +243,7 @@ class DesignatedRun:
                 st["done"] = True
                 break
             st["cuts"] += [(self.grid[k], int(lo[k]), int(hi[k]), float(self.rhs_grid[k])) for k in order]
-            if (target is not None and st["bound"] > target and st["rounds"] > 2
+            if (target is not None and st["bound"] > target and st["rounds"] > 3
                     and previous - st["bound"] < _STALLED * st["bound"]):
                 break
         return float(st["bound"])

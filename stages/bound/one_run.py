@@ -32,7 +32,7 @@ class OneRunBound:
     def __init__(self, designated: bool = False) -> None:
         """``designated``: add Theorem 5 (Theorem 4 with the law of the likeliest values, THEORY.md section 10) to the
         minimum where it applies (one exact guess, each target's prior known, n <= 200); tighter on skewed priors,
-        tens of seconds a count at n = 100, so off by default."""
+        ~100 s a count at n = 100, so off by default."""
         if not isinstance(designated, bool):
             raise ValueError(f"designated must be true or false, got {designated!r}; set bound.designated=true to add "
                              "Theorem 5 or leave it false.")
