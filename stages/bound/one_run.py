@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from stages.bound.box import (as_confidences, bound_theorem, count_dict, guesses_per_target, prior_collision,
                               prior_distributions, success_set_size)
-from stages.bound.theorems import DEFAULT_BOUND_VERSION, MMC_THEOREM, SPLIT_THEOREM, count_bounds, winner
 from stages.bound.designated_run import DESIGNATED_RUN_THEOREM, DESIGNATED_RUN_VERSION
+from stages.bound.theorems import DEFAULT_BOUND_VERSION, MMC_THEOREM, SPLIT_THEOREM, count_bounds, winner
 from stages.bound.prior_run import PRIOR_RUN_THEOREM, PRIOR_RUN_VERSION
 from stages.bound.whole_prior import WHOLE_PRIOR_THEOREM, WHOLE_PRIOR_VERSION
 

@@ -625,7 +625,7 @@ def _check_expected_whole(shared, per_run, set_valued: bool, set_size, eps) -> N
 
 
 def expected_count_bounds(profile, p_runs, confidence=0.95, *, distributions=None, game: str = "reconstruction",
-                          set_valued: bool = False, set_size=None):
+                          set_valued: bool = False, set_size=None, designated: bool = False):
     """(counts, {theorem name: counts}): Theorem 2's counts over the runs and, with ``distributions`` (each target's
     whole prior; one exact guess only), the other theorems that bound the mixture of the runs; ``counts`` is their
     minimum per confidence, ``winner`` names the theorem that gave it.
@@ -638,7 +638,8 @@ def expected_count_bounds(profile, p_runs, confidence=0.95, *, distributions=Non
     ``p_runs`` stays the prior success of each run's actual guesses (Theorem 2's). For set-valued success
     (``set_valued=True``) the whole priors need ``set_size`` (the most values a success set holds): Theorem 3 with
     Lemma 4' joins, for one shared prior (it bounds every run) or averaged over the runs; Theorem 4 and MMC's count
-    are for one exact guess only.
+    are for one exact guess only. ``designated=True`` passes Theorem 5 to ``count_bounds`` for one shared prior (it
+    bounds every run); with a prior per run it is not offered (its averaging over the runs is not proved).
     """
     profile = _profile(profile, game)
     set_valued = _check_set_valued(set_valued)
@@ -653,7 +654,7 @@ def expected_count_bounds(profile, p_runs, confidence=0.95, *, distributions=Non
         if not shared.uniform:
             by[whole_prior.WHOLE_PRIOR_THEOREM] = np.array(whole_prior_counts(profile, shared, 1.0 - confs, k), dtype=int)
     elif shared is not None:
-        _, one_run = count_bounds(profile, None, confs, distributions=shared, game=game)
+        _, one_run = count_bounds(profile, None, confs, distributions=shared, game=game, designated=designated)
         by.update(one_run)
     elif per_run is not None:
         by[EXPECTED_WHOLE_PRIOR_THEOREM] = np.array(expected_whole_prior_counts(profile, per_run, 1.0 - confs, k),

@@ -141,3 +141,23 @@ def test_the_one_run_box_records_theorem_5_when_asked():
     assert OneRunBound(designated=True).params() == {"bound": "one_run", "designated": True}
     with pytest.raises(ValueError, match="designated must be true or false, got 'yes'"):
         OneRunBound(designated="yes")
+
+
+def test_the_expected_box_takes_theorem_5_for_one_shared_prior():
+    """One prior shared by every trial: Theorem 5 bounds every trial, hence their mixture, and joins the expected box's
+    minimum when asked (``expected_count_bounds(..., designated=True)``); a prior per trial is not offered."""
+    from stages.bound.expected import ExpectedBound
+    from stages.metric import Exact
+    prior = np.arange(1, 11.0) ** -1.84
+    prior /= prior.sum()
+    runs = np.full((3, 30), prior[0])
+    counts, by = T.expected_count_bounds(GaussianDP(0.268), runs, [0.5, 0.95], distributions=np.tile(prior, (30, 1)),
+                                         designated=True)
+    assert D.DESIGNATED_RUN_THEOREM in by
+    assert np.array_equal(counts, np.min(np.stack(list(by.values())), axis=0))
+    _, by = T.expected_count_bounds(GaussianDP(0.268), runs, [0.5, 0.95], distributions=np.tile(prior, (30, 1)))
+    assert D.DESIGNATED_RUN_THEOREM not in by
+    box = ExpectedBound(designated=True)
+    assert box.params() == {"bound": "expected", "designated": True}
+    with pytest.raises(ValueError, match="designated must be true or false"):
+        ExpectedBound(designated=1)
