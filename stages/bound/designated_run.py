@@ -27,6 +27,7 @@ import numpy as np
 from scipy import optimize, sparse
 
 from stages._bisect import smallest_true
+from . import tails
 from .prior_run import Conjugate
 from .profiles import PrivacyProfile
 from .whole_prior import Distributions
@@ -71,16 +72,16 @@ class DesignatedRun:
         self.conj = Conjugate(profile, dists)
         self.n = n = int(dists.n)
         shapes, counts = dists.shapes, np.asarray(dists.counts, dtype=np.int64)
-        # the law of M: the Poisson-binomial of the likeliest values' probabilities
-        pmf = np.ones(1)
-        for sh, cnt in zip(shapes, counts):
-            pmf = np.convolve(pmf, _binomial_pmf(int(cnt), float(sh.p)))
-        pmf = np.maximum(pmf[: n + 1], 0.0)
+        # the law of M: the Poisson-binomial of the likeliest values' probabilities (its mass left out by the
+        # convolution's own trimming, ``trimmed``, joins eta below)
+        law = tails.distribution_grouped(np.array([sh.p for sh in shapes]), counts)
+        pmf = np.zeros(n + 1)
+        pmf[law.offset: law.offset + law.pmf.size] = np.maximum(law.pmf, 0.0)
         keep = np.flatnonzero(pmf > _TRUNCATE)
         self.m_lo, self.m_hi = int(keep[0]), int(keep[-1])
         inside = np.zeros(n + 1, dtype=bool)
         inside[self.m_lo: self.m_hi + 1] = True
-        self.eta = float(pmf[~inside].sum())
+        self.eta = float(pmf[~inside].sum()) + float(law.trimmed)
         self.pmf = pmf[inside]
         self.shapes, self.counts = shapes, counts
         self.nm = self.m_hi - self.m_lo + 1
@@ -100,7 +101,7 @@ class DesignatedRun:
         for sh, cnt in zip(self.shapes, self.counts):
             p = float(sh.p)
             # the likeliest value: gain s1 p a, cost l0 (1 - p) g(a)
-            val = self._psi(s1 * p, l0 * (1.0 - p))[:, 0]
+            val = self.conj.psi(s1 * p, l0 * (1.0 - p))[:, 0]
             # every other value x (the top's other copies included): gain s0 pi_x a, cost (l1 p + l0 (1 - p - pi_x)) g(a)
             probs, mult = np.asarray(sh.probs, float), np.asarray(sh.mult, float).copy()
             mult[0] -= 1.0
@@ -108,18 +109,9 @@ class DesignatedRun:
             if use.any():
                 px, mx = probs[use][None, :], mult[use]
                 cost = np.maximum(l1 * p + l0 * (1.0 - p - px), 0.0)
-                val = val + self._psi(s0 * px, cost) @ mx
+                val = val + self.conj.psi(s0 * px, cost) @ mx
             out += cnt * val
         return out
-
-    def _psi(self, gain: np.ndarray, cost: np.ndarray) -> np.ndarray:
-        """sup_a (gain a - cost g(a)) (an upper bound: Theorem 4's closed form or envelope vertices, with its slack)."""
-        gain, cost = np.broadcast_arrays(np.asarray(gain, float), np.asarray(cost, float))
-        if self.conj.mu is not None and self.conj.mu > 0:
-            val = self.conj._gdp(np.maximum(gain, 1e-300), cost)
-        else:
-            val = self.conj._lines(gain, cost)
-        return np.where(gain <= 0.0, 0.0, val)
 
     # ---- the LP's fixed part and the maps from (P, Q) to each w's four counts
     def _build(self) -> None:
@@ -247,11 +239,6 @@ class DesignatedRun:
                     and previous - st["bound"] < _STALLED * st["bound"]):
                 break
         return float(st["bound"])
-
-
-def _binomial_pmf(n: int, p: float) -> np.ndarray:
-    from scipy import stats
-    return stats.binom.pmf(np.arange(n + 1), n, p)
 
 
 def designated_run_tail(profile: PrivacyProfile, dists: Distributions, v: int) -> float:

@@ -111,13 +111,15 @@ class Conjugate:
         """(groups, len(s)): psi summed over the values of one target of each group, G_g*(s) in THEORY.md section 9."""
         s = np.atleast_1d(np.asarray(s, dtype=float))
         pi = self.probs[None, :]
-        gain = s[:, None] * pi
-        cost = 1.0 - pi
+        return self.member @ self.psi(s[:, None] * pi, 1.0 - pi).T
+
+    def psi(self, gain, cost) -> np.ndarray:
+        """sup_{0<=a<=1} (gain a - cost g(a)) elementwise, an upper bound (gain, cost >= 0; cost = 0 gives gain):
+        psi_pi(s) is gain = s pi, cost = 1 - pi; Theorem 5's Lemma 5' uses other pairs (designated_run)."""
+        gain, cost = np.broadcast_arrays(np.asarray(gain, dtype=float), np.asarray(cost, dtype=float))
         if self.mu is not None and self.mu > 0:
-            psi = self._gdp(gain, cost)
-        else:
-            psi = self._lines(gain, cost)
-        return self.member @ psi.T
+            return self._gdp(gain, cost)
+        return self._lines(gain, cost)
 
     def kinks(self, group: int) -> np.ndarray:
         """The s where some psi_pi of the group has a kink (g piecewise linear: s = slope (1 - pi) / pi for every slope
