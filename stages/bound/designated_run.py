@@ -81,7 +81,9 @@ class DesignatedRun:
         self.m_lo, self.m_hi = int(keep[0]), int(keep[-1])
         inside = np.zeros(n + 1, dtype=bool)
         inside[self.m_lo: self.m_hi + 1] = True
-        self.eta = float(pmf[~inside].sum()) + float(law.trimmed)
+        # ``trimmed`` also bounds the round-off of the kept entries (tails.PoissonBinomial): _lp pays for it too
+        self.trimmed = float(law.trimmed)
+        self.eta = float(pmf[~inside].sum()) + self.trimmed
         self.pmf = pmf[inside]
         self.shapes, self.counts = shapes, counts
         self.nm = self.m_hi - self.m_lo + 1
@@ -200,6 +202,8 @@ class DesignatedRun:
         # weak duality on the box the constraints imply (P <= 1, Q <= n P <= n, y <= its cut's right-hand side)
         reduced = obj - A.T @ lam - Aeq.T @ nu
         certified = float(lam @ b + nu @ self.pmf + upper @ np.maximum(reduced, 0.0)) + self.eta
+        # the law of M's kept entries are within ``trimmed`` (in sum) of the true ones: nu . pmf moves by at most this
+        certified += float(np.max(np.abs(nu), initial=0.0)) * self.trimmed
         budget = self.A_fixed.shape[0] + np.arange(K) * (n + 1) + n  # each cut's row sum_j' y_j' <= rhs
         return min(1.0, certified), np.maximum(res.x[: self.nv], 0.0), lam[budget] > 0.0
 
