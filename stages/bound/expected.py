@@ -15,7 +15,7 @@ from __future__ import annotations
 from stages.bound.box import (TrialLaws, as_confidences, bound_theorem, count_dict, guesses_per_target, played_trials,
                               prior_distributions, success_set_size)
 from stages.bound.designated_run import DESIGNATED_RUN_THEOREM, DESIGNATED_RUN_VERSION
-from stages.bound.prior_run import PRIOR_RUN_THEOREM, PRIOR_RUN_VERSION
+from stages.bound.prior_run import MAX_GROUPS, PRIOR_RUN_THEOREM, PRIOR_RUN_VERSION, check_groups
 from stages.bound.theorems import (EXPECTED_BOUND_VERSION, EXPECTED_PRIOR_RUN_THEOREM, EXPECTED_THEOREM,
                                    EXPECTED_WHOLE_PRIOR_THEOREM, MMC_THEOREM, SPLIT_THEOREM, expected_count_bounds, winner)
 from stages.bound.whole_prior import WHOLE_PRIOR_THEOREM, WHOLE_PRIOR_VERSION
@@ -37,13 +37,15 @@ class ExpectedBound:
     #: trial's law (``TrialLaws``).
     mixes_trials = True
 
-    def __init__(self, designated: bool = False) -> None:
+    def __init__(self, designated: bool = False, groups: int = MAX_GROUPS) -> None:
         """``designated``: with one prior shared by every trial, add Theorem 5 (THEORY.md section 10, a bound on every
-        trial) to the minimum; ~100 s a count at 100 targets, so off by default (a prior per trial: not offered)."""
+        trial) to the minimum; ~100 s a count at 100 targets, so off by default (a prior per trial: not offered).
+        ``groups``: Theorem 4's most groups of targets (more: tighter on priors that differ, and slower)."""
         if not isinstance(designated, bool):
             raise ValueError(f"designated must be true or false, got {designated!r}; set bound.designated=true to add "
                              "Theorem 5 or leave it false.")
         self.designated = designated
+        self.groups = check_groups(groups)
 
     def compute(self, profile, prior, metric, trials, confidences) -> dict[float, int]:
         """{confidence: c} estimated over the trials (PlayedTrials, or guesses of shape (R, n, k))."""
@@ -63,7 +65,7 @@ class ExpectedBound:
         dists = prior_distributions(prior) if size is not None else None
         counts, by = expected_count_bounds(profile, p_runs, levels, distributions=dists, set_valued=set_valued,
                                            set_size=size if (set_valued and dists is not None) else None,
-                                           designated=self.designated)
+                                           designated=self.designated, groups=self.groups)
         own = {EXPECTED_THEOREM: info["theorem"], SPLIT_THEOREM: f"{SPLIT_THEOREM}, a-priori guesses z*"}
         names = {name: own.get(name, name) for name in by}
         return count_dict(levels, counts), {float(c): names[w] for c, w in zip(levels, winner(by))}
@@ -88,10 +90,11 @@ class ExpectedBound:
                                  EXPECTED_WHOLE_PRIOR_THEOREM, MMC_THEOREM, PRIOR_RUN_THEOREM, EXPECTED_PRIOR_RUN_THEOREM]
             out["whole_prior_version"] = WHOLE_PRIOR_VERSION
             out["prior_run_version"] = PRIOR_RUN_VERSION
+            out["prior_run_groups"] = self.groups
             if self.designated and not isinstance(prior, TrialLaws):
                 out["candidates"].append(DESIGNATED_RUN_THEOREM)  # one shared prior: it bounds every trial
                 out["designated_run_version"] = DESIGNATED_RUN_VERSION
         return out
 
     def params(self) -> dict:
-        return {"bound": self.name, "designated": self.designated}
+        return {"bound": self.name, "designated": self.designated, "groups": self.groups}

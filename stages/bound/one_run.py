@@ -13,7 +13,7 @@ from stages.bound.box import (as_confidences, bound_theorem, count_dict, guesses
                               prior_distributions, success_set_size)
 from stages.bound.designated_run import DESIGNATED_RUN_THEOREM, DESIGNATED_RUN_VERSION
 from stages.bound.theorems import DEFAULT_BOUND_VERSION, MMC_THEOREM, SPLIT_THEOREM, count_bounds, winner
-from stages.bound.prior_run import PRIOR_RUN_THEOREM, PRIOR_RUN_VERSION
+from stages.bound.prior_run import MAX_GROUPS, PRIOR_RUN_THEOREM, PRIOR_RUN_VERSION, check_groups
 from stages.bound.whole_prior import WHOLE_PRIOR_THEOREM, WHOLE_PRIOR_VERSION
 
 __all__ = ["OneRunBound"]
@@ -29,14 +29,16 @@ class OneRunBound:
 
     name = "one_run"
 
-    def __init__(self, designated: bool = False) -> None:
+    def __init__(self, designated: bool = False, groups: int = MAX_GROUPS) -> None:
         """``designated``: add Theorem 5 (Theorem 4 with the law of the likeliest values, THEORY.md section 10) to the
         minimum where it applies (one exact guess, each target's prior known, n <= 200); tighter on skewed priors,
-        ~100 s a count at n = 100, so off by default."""
+        ~100 s a count at n = 100, so off by default. ``groups``: Theorem 4 keeps at most this many groups of targets
+        with their own constraints; on priors that differ (the tabular games) more are tighter and slower."""
         if not isinstance(designated, bool):
             raise ValueError(f"designated must be true or false, got {designated!r}; set bound.designated=true to add "
                              "Theorem 5 or leave it false.")
         self.designated = designated
+        self.groups = check_groups(groups)
 
     def compute(self, profile, prior, metric, trials, confidences) -> dict[float, int]:
         """{confidence: c}: with probability >= confidence at most c targets are attacked (trials give only k).
@@ -67,7 +69,7 @@ class OneRunBound:
                                   distributions=distributions, set_valued=set_valued,
                                   collision=collision if set_valued else None,
                                   set_size=info.get("set_size") if (set_valued and whole) else None,
-                                  designated=self.designated)
+                                  designated=self.designated, groups=self.groups)
         # the record's own names: the split theorem / Theorem 3.1 as ``theorem`` names them (with their suffixes)
         names = {name: (name if name in (WHOLE_PRIOR_THEOREM, MMC_THEOREM, PRIOR_RUN_THEOREM, DESIGNATED_RUN_THEOREM)
                         else info["theorem"])
@@ -96,10 +98,11 @@ class OneRunBound:
             out["candidates"].append(PRIOR_RUN_THEOREM)  # where the priors are known, n <= PRIOR_RUN_MAX_TARGETS
             out["whole_prior_version"] = WHOLE_PRIOR_VERSION
             out["prior_run_version"] = PRIOR_RUN_VERSION
+            out["prior_run_groups"] = self.groups
             if self.designated:
                 out["candidates"].append(DESIGNATED_RUN_THEOREM)  # likewise, n <= DESIGNATED_RUN_MAX_TARGETS
                 out["designated_run_version"] = DESIGNATED_RUN_VERSION
         return out
 
     def params(self) -> dict:
-        return {"bound": self.name, "designated": self.designated}
+        return {"bound": self.name, "designated": self.designated, "groups": self.groups}

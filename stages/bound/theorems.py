@@ -302,7 +302,8 @@ def count_bound(profile, p=None, confidence=0.95, *, distributions=None, game: s
 
 
 def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: str = "reconstruction",
-                 set_valued: bool = False, collision=None, set_size=None, designated: bool = False):
+                 set_valued: bool = False, collision=None, set_size=None, designated: bool = False,
+                 groups: int = prior_run.MAX_GROUPS):
     """(counts, {theorem name: counts}): ``count_bound``'s counts and every applicable theorem's own.
 
     The theorems: Theorem 3.1 (eps-DP profiles), the split theorem (Theorem 1, every other profile), with
@@ -315,8 +316,11 @@ def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: 
     ``confidence`` (an int for a scalar). ``set_size``: as in ``tail_bound`` (Theorem 3 for set-valued success).
     ``designated=True`` adds Theorem 5 (Theorem 4 with the law of the likeliest values, THEORY.md section 10; one
     exact guess, each target's prior known, up to designated_run.DESIGNATED_RUN_MAX_TARGETS targets): tighter on
-    skewed priors, but ~100 s a count at n = 100 (30x Theorem 4), so not in the default.
+    skewed priors, but ~100 s a count at n = 100 (30x Theorem 4), so not in the default. ``groups``: Theorem 4's LP
+    keeps at most this many groups of targets with their own constraints (prior_run.MAX_GROUPS by default); on priors
+    that differ, more groups are tighter and slower (THEORY.md section 9).
     """
+    groups = prior_run.check_groups(groups)
     profile = _profile(profile, game)
     set_valued = _check_set_valued(set_valued)
     k = _check_set_size(set_size, set_valued)
@@ -329,11 +333,11 @@ def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: 
     key = (repr(profile), set_valued, k, g.values.tobytes(), g.counts.tobytes(),
            None if g.collision is None else g.collision.tobytes(),
            None if dists is None else (tuple(s.key for s in dists.shapes), dists.counts.tobytes()), confs.tobytes(),
-           bool(designated))
+           bool(designated), groups)
     if key in _COUNTS_MEMO:
         out, by = _COUNTS_MEMO[key]
     else:
-        out, by = _count_bounds(profile, g, dists, pure, set_valued, confs, targets, k or 1, bool(designated))
+        out, by = _count_bounds(profile, g, dists, pure, set_valued, confs, targets, k or 1, bool(designated), groups)
         if len(_COUNTS_MEMO) >= 256:
             _COUNTS_MEMO.clear()
         _COUNTS_MEMO[key] = (out, by)
@@ -345,7 +349,7 @@ _COUNTS_MEMO: dict = {}
 
 
 def _count_bounds(profile, g: Priors, dists, pure, set_valued: bool, confs: np.ndarray, targets: np.ndarray,
-                  set_size: int = 1, designated: bool = False):
+                  set_size: int = 1, designated: bool = False, groups: int = prior_run.MAX_GROUPS):
     """count_bounds' work: each applicable theorem's counts and their minimum (arrays over the confidences)."""
     by: dict[str, np.ndarray] = {}
     if pure is not None:
@@ -360,8 +364,8 @@ def _count_bounds(profile, g: Priors, dists, pure, set_valued: bool, confs: np.n
             by[MMC_THEOREM] = mmc
     if _prior_run_applies(dists, set_valued):
         best = np.min(np.stack(list(by.values())), axis=0)
-        by[prior_run.PRIOR_RUN_THEOREM] = np.array(prior_run.prior_run_counts(profile, dists, targets, hint=best),
-                                                   dtype=int)
+        by[prior_run.PRIOR_RUN_THEOREM] = np.array(prior_run.prior_run_counts(profile, dists, targets, hint=best,
+                                                                              groups=groups), dtype=int)
     if designated and _designated_applies(dists, set_valued):
         best = np.min(np.stack(list(by.values())), axis=0)
         by[designated_run.DESIGNATED_RUN_THEOREM] = np.array(
@@ -625,7 +629,8 @@ def _check_expected_whole(shared, per_run, set_valued: bool, set_size, eps) -> N
 
 
 def expected_count_bounds(profile, p_runs, confidence=0.95, *, distributions=None, game: str = "reconstruction",
-                          set_valued: bool = False, set_size=None, designated: bool = False):
+                          set_valued: bool = False, set_size=None, designated: bool = False,
+                          groups: int = prior_run.MAX_GROUPS):
     """(counts, {theorem name: counts}): Theorem 2's counts over the runs and, with ``distributions`` (each target's
     whole prior; one exact guess only), the other theorems that bound the mixture of the runs; ``counts`` is their
     minimum per confidence, ``winner`` names the theorem that gave it.
@@ -640,7 +645,9 @@ def expected_count_bounds(profile, p_runs, confidence=0.95, *, distributions=Non
     Lemma 4' joins, for one shared prior (it bounds every run) or averaged over the runs; Theorem 4 and MMC's count
     are for one exact guess only. ``designated=True`` passes Theorem 5 to ``count_bounds`` for one shared prior (it
     bounds every run); with a prior per run it is not offered (its averaging over the runs is not proved).
+    ``groups``: Theorem 4's groups of targets, as in ``count_bounds`` (with a prior per run: blocks of ranks by p).
     """
+    groups = prior_run.check_groups(groups)
     profile = _profile(profile, game)
     set_valued = _check_set_valued(set_valued)
     k = _check_set_size(set_size, set_valued)
@@ -654,7 +661,8 @@ def expected_count_bounds(profile, p_runs, confidence=0.95, *, distributions=Non
         if not shared.uniform:
             by[whole_prior.WHOLE_PRIOR_THEOREM] = np.array(whole_prior_counts(profile, shared, 1.0 - confs, k), dtype=int)
     elif shared is not None:
-        _, one_run = count_bounds(profile, None, confs, distributions=shared, game=game, designated=designated)
+        _, one_run = count_bounds(profile, None, confs, distributions=shared, game=game, designated=designated,
+                                  groups=groups)
         by.update(one_run)
     elif per_run is not None:
         by[EXPECTED_WHOLE_PRIOR_THEOREM] = np.array(expected_whole_prior_counts(profile, per_run, 1.0 - confs, k),
@@ -662,7 +670,8 @@ def expected_count_bounds(profile, p_runs, confidence=0.95, *, distributions=Non
         if runs[0].n <= prior_run.PRIOR_RUN_MAX_TARGETS and not set_valued:
             best = np.min(np.stack(list(by.values())), axis=0)
             by[EXPECTED_PRIOR_RUN_THEOREM] = np.array(
-                prior_run.expected_prior_run_counts(profile, per_run, 1.0 - confs, hint=best), dtype=int)
+                prior_run.expected_prior_run_counts(profile, per_run, 1.0 - confs, hint=best, groups=groups),
+                dtype=int)
     out = np.min(np.stack([np.asarray(v, dtype=int).reshape(-1) for v in by.values()]), axis=0)
     shape = lambda a: int(np.asarray(a).reshape(-1)[0]) if conf.ndim == 0 else np.asarray(a, dtype=int).reshape(conf.shape)
     return shape(out), {name: shape(v) for name, v in by.items()}

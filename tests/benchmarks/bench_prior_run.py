@@ -1,6 +1,6 @@
 """Benchmark: Theorem 4's count (MMC's argument with the whole prior, an LP over the law of the count) vs Theorem 3's.
 
-    .venv/bin/python tests/benchmarks/bench_prior_run.py [--sizes 100 200] [--repeats 2] [--designated]
+    .venv/bin/python tests/benchmarks/bench_prior_run.py [--sizes 100 200] [--repeats 2] [--designated | --groups 2 4]
 
 For n targets with the quickstart's Zipf prior (10 values, exponent 1.84) under the quickstart's Gaussian mechanism
 at eps = 1, delta = 1e-5, it times in the same run, for confidences 0.05 / 0.5 / 0.95:
@@ -13,6 +13,11 @@ at eps = 1, delta = 1e-5, it times in the same run, for confidences 0.05 / 0.5 /
 
 Prints a markdown table: times in seconds (best of --repeats), the ratio Theorem 4 / Theorem 3 (or Theorem 5 /
 Theorem 4), and the counts.
+
+With ``--groups G [G ...]``: n targets with *different* binary priors (p_i evenly spaced from 0.5 to 0.9, as the
+tabular games' per-record conditionals differ), Theorem 4 with at most G groups of targets (``bound.groups``), timed
+with the count search's flat-rounds stop (a decision ends once 3 rounds together gained < 0.1% of the bound) against
+the same search without it (``_FLAT_ROUNDS`` set past every round limit), in the same run.
 """
 from __future__ import annotations
 
@@ -41,7 +46,11 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 200])
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--designated", action="store_true", help="time Theorem 5 against Theorem 4")
+    parser.add_argument("--groups", type=int, nargs="+", help="different binary priors: Theorem 4 with these many "
+                        "groups, with the flat-rounds stop against without it")
     args = parser.parse_args()
+    if args.groups:
+        return groups_table(args)
     profile = GaussianDP.from_epsilon_delta(1.0, 1e-5)
     prior = np.arange(1, 11.0) ** -1.84
     prior /= prior.sum()
@@ -57,6 +66,30 @@ def main() -> None:
             (t3, c3), (t4, c4) = (t4, c4), (t5, c5)
         print(f"| {n:,} | {t3:.2f} s | {t4:.2f} s | {t4 / t3:.1f}x | {' / '.join(map(str, c3))} | "
               f"{' / '.join(map(str, c4))} |", flush=True)
+
+
+def groups_table(args) -> None:
+    import stages.bound.prior_run as R
+
+    profile = GaussianDP.from_epsilon_delta(1.0, 1e-5)
+    print("| n | groups | without the flat-rounds stop | with it | speed-up | counts without | counts with |")
+    print("|---|---|---|---|---|---|---|")
+    for n in args.sizes:
+        p = np.linspace(0.5, 0.9, n)
+        dists = Distributions.of(np.stack([p, 1 - p], axis=1))
+        hint = whole_prior_counts(profile, dists, 1 - CONFIDENCES)
+        for g in args.groups:
+            flat = R._FLAT_ROUNDS
+            try:
+                R._FLAT_ROUNDS = 10 ** 9
+                t0, c0 = best_of(lambda: prior_run_counts(profile, dists, 1 - CONFIDENCES, hint=hint, groups=g),
+                                 args.repeats)
+            finally:
+                R._FLAT_ROUNDS = flat
+            t1, c1 = best_of(lambda: prior_run_counts(profile, dists, 1 - CONFIDENCES, hint=hint, groups=g),
+                             args.repeats)
+            print(f"| {n:,} | {g} | {t0:.2f} s | {t1:.2f} s | {t0 / t1:.1f}x | {' / '.join(map(str, c0))} | "
+                  f"{' / '.join(map(str, c1))} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -109,6 +109,7 @@ def test_bayes_optimal_attack_rarely_exceeds_the_95_percent_bound(overrides, com
     ("mechanism.epsilon=-1", "mechanism.epsilon", "-1"),
     ("confidences=[0.05,1.5]", "confidences", "1.5"),
     ("trials=0", "trials", "0"),
+    ("bound.groups=0", "groups", "0"),
 ])
 def test_refused_value_raises_one_sentence_and_writes_nothing(override, key, value, compose_config, tmp_path):
     cfg = compose_config("prior.n_targets=10", "trials=5", override)

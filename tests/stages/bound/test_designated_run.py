@@ -138,7 +138,7 @@ def test_the_one_run_box_records_theorem_5_when_asked():
     assert D.DESIGNATED_RUN_THEOREM in info["candidates"]
     assert info["designated_run_version"] == D.DESIGNATED_RUN_VERSION
     assert D.DESIGNATED_RUN_THEOREM not in OneRunBound().theorem_for(GaussianDP(1.0), Exact(), 1, 10)["candidates"]
-    assert OneRunBound(designated=True).params() == {"bound": "one_run", "designated": True}
+    assert OneRunBound(designated=True).params() == {"bound": "one_run", "designated": True, "groups": 2}
     with pytest.raises(ValueError, match="designated must be true or false, got 'yes'"):
         OneRunBound(designated="yes")
 
@@ -158,6 +158,6 @@ def test_the_expected_box_takes_theorem_5_for_one_shared_prior():
     _, by = T.expected_count_bounds(GaussianDP(0.268), runs, [0.5, 0.95], distributions=np.tile(prior, (30, 1)))
     assert D.DESIGNATED_RUN_THEOREM not in by
     box = ExpectedBound(designated=True)
-    assert box.params() == {"bound": "expected", "designated": True}
+    assert box.params() == {"bound": "expected", "designated": True, "groups": 2}
     with pytest.raises(ValueError, match="designated must be true or false"):
         ExpectedBound(designated=1)

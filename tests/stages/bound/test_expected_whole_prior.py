@@ -60,14 +60,15 @@ def test_one_shared_prior_is_the_minimum_of_theorem_2_and_the_one_run_theorems()
     assert np.array_equal(again, counts)
 
 
-@pytest.mark.parametrize("mu", [0.268, 1.0])
-def test_a_prior_per_trial_never_below_a_certified_mechanisms_mixture(mu):
+@pytest.mark.parametrize("mu,groups", [(0.268, 2), (1.0, 2), (0.268, 1)])
+def test_a_prior_per_trial_never_below_a_certified_mechanisms_mixture(mu, groups):
     """Trial r's targets have Zipf priors of different exponents; the simplex Gaussian mechanism (mu-GDP for every
     target's change) makes trial r's right MAP guesses a sum of independent Bernoulli(t_ri): the mixture's tail is the
-    mean over the trials of their Poisson-binomial tails, and a valid count c has mixture Pr[N >= c + 1] <= 1 - conf."""
+    mean over the trials of their Poisson-binomial tails, and a valid count c has mixture Pr[N >= c + 1] <= 1 - conf
+    (Theorem 4 over the trials with the default 2 groups of ranks by p, and with 1)."""
     runs = _per_trial_priors(trials=3, n=60)
     p_runs = np.stack([r.max(axis=1) for r in runs])
-    counts, by = T.expected_count_bounds(GaussianDP(mu), p_runs, CONFS, distributions=runs)
+    counts, by = T.expected_count_bounds(GaussianDP(mu), p_runs, CONFS, distributions=runs, groups=groups)
     assert set(by) == {T.EXPECTED_THEOREM, T.EXPECTED_WHOLE_PRIOR_THEOREM, T.EXPECTED_PRIOR_RUN_THEOREM}
     tails = []
     for r in runs:

@@ -272,3 +272,58 @@ def test_tail_bound_takes_theorem_4():
     assert value == pytest.approx(R.prior_run_tail(GaussianDP(0.268), Distributions.of(dists), 76))
     assert math.isnan(eps) and value <= 0.05
     assert count_bound(GaussianDP(0.268), None, 0.95, distributions=dists) <= 75
+
+
+def test_every_number_of_groups_stays_above_the_exact_worst_case():
+    """``groups`` only changes which averages of Lemma 5 the LP keeps (THEORY.md section 9): on every exact case whose
+    targets have different priors, one group and one group per target are both never below the LP over all
+    mechanisms."""
+    cases = [c for c in EXACT if len({tuple(p) for p in c["priors"]}) > 1]
+    assert len(cases) >= 10 and {c["n"] for c in cases} >= {2, 3}
+    for case in cases:
+        oracle = L.oracle_value(case)
+        for groups in (1, case["n"]):
+            value = R.prior_run_tail(_profile(case), _dists(case), case["v"], groups=groups)
+            assert value >= oracle - TOL, (case["name"], groups, value, oracle)
+
+
+def test_more_groups_see_more_of_how_the_priors_differ_and_stay_valid():
+    """100 targets with five binary priors (20 each, p from 0.55 to 0.95): every number of groups stays above the
+    count of a product of certified mechanisms (the Gaussian mechanism on each target), and one group per prior is
+    tighter at 0.95 than one group for all."""
+    prof = GaussianDP.from_epsilon_delta(1.0, 1e-5)
+    ps = [0.55, 0.65, 0.75, 0.85, 0.95]
+    rows = np.array([[p, 1 - p] for p in ps for _ in range(20)])
+    confs = np.array([0.05, 0.5, 0.95])
+    t = np.array([L.gaussian_simplex_success(prof.gdp_mu(), [p, 1 - p]) for p in ps])
+    law = np.array([1.0])
+    for ti in np.repeat(t, 20):
+        law = np.convolve(law, [1 - ti, ti])
+    tails = np.append(law[::-1].cumsum()[::-1], 0.0)  # tails[c] = Pr[N >= c]
+    counts = {}
+    for groups in (1, 2, 5):
+        _, by = T.count_bounds(prof, None, confs, distributions=rows, groups=groups)
+        counts[groups] = by[R.PRIOR_RUN_THEOREM]
+        for c, conf in zip(counts[groups], confs):
+            assert tails[c + 1] <= 1 - conf + 1e-12, (groups, c, conf)
+    assert counts[5][2] < counts[1][2], counts
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2", None])
+def test_groups_must_be_a_whole_number_of_at_least_one(bad):
+    with pytest.raises(ValueError, match=r"^groups \(Theorem 4's most groups of targets\) must be a whole number >= 1, got"):
+        T.count_bounds(GaussianDP(1.0), None, 0.5, distributions=np.array([[0.6, 0.4]] * 3), groups=bad)
+
+
+def test_the_boxes_take_groups_and_record_them():
+    from stages.bound.expected import ExpectedBound
+    from stages.bound.one_run import OneRunBound
+    from stages.metric import Exact
+    for box in (OneRunBound(groups=4), ExpectedBound(groups=4)):
+        assert box.params()["groups"] == 4
+        assert box.theorem_for(GaussianDP(1.0), Exact(), 1, 10)["prior_run_groups"] == 4 if isinstance(box, OneRunBound) \
+            else box.theorem(GaussianDP(1.0), None, Exact(), np.zeros((1, 3, 1)))["prior_run_groups"] == 4
+    assert OneRunBound().groups == R.MAX_GROUPS == 2
+    for cls in (OneRunBound, ExpectedBound):
+        with pytest.raises(ValueError, match=r"must be a whole number >= 1, got 0; use 2 \(the default; bound.groups"):
+            cls(groups=0)
