@@ -28,7 +28,7 @@ constraints (the same lemma per target, averaged within the group), so it sees h
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import optimize, sparse, special
@@ -45,7 +45,7 @@ PRIOR_RUN_THEOREM = "whole-prior one-run count (THEORY.md Thm 4)"
 PRIOR_RUN_VERSION = 1
 #: Theorem 4's LP keeps at most this many groups of targets by default (runs of distinct priors of similar p, each group's
 #: lemma averaged over its targets): more groups see more of how the priors differ, and cost more (``groups``; the ACS
-#: SEX column's 100 binary priors at eps = 1: 2 groups 79 at 0.95 in 10 s, 4 groups 76 in 34 s, 8 groups 75 in 165 s).
+#: SEX column's 100 binary priors at eps = 1, one trial: 2 groups 79 at 0.95 in 17 s, 4 groups 76 in 114 s).
 MAX_GROUPS = 2
 #: The most targets Theorem 4 runs on: its LP has ~ n (cuts + 2) variables per group (a count takes 3.5 s at n = 100, 30 s at n = 300).
 PRIOR_RUN_MAX_TARGETS = 200
@@ -61,9 +61,6 @@ _MAX_ROUNDS = 40
 _MAX_CUTS = 64
 _DECIDED = 0.3
 _STALLED = 0.05
-#: ... or above it at all once the last _FLAT_ROUNDS rounds together gained less than _FLAT of the bound (the cuts the
-#: grid finds no longer move it: more rounds only cost time).
-_FLAT, _FLAT_ROUNDS = 1e-3, 3
 _CUT_TOL = 1e-5
 #: The same when only a decision tail(c) <= target is needed (the count search).
 _DECIDE_TOL = 1e-3
@@ -181,7 +178,6 @@ class _CutState:
     cuts: list
     bound: float = math.inf
     previous: float = math.inf
-    history: list = field(default_factory=list)
     rounds: int = 0
     converged: bool = False
 
@@ -242,9 +238,7 @@ class PriorRun:
             state = self._state[c] = _CutState(cuts)
         # decided: below the target, or above it by _DECIDED of min(target, 1 - target) with the last round's gain
         # under _STALLED of the bound
-        flat = lambda: (len(state.history) > _FLAT_ROUNDS
-                        and state.history[-1 - _FLAT_ROUNDS] - state.bound < _FLAT * state.bound)
-        decided = lambda: target is not None and (state.bound <= target or flat() or (
+        decided = lambda: target is not None and (state.bound <= target or (
             state.bound > target + _DECIDED * min(target, 1.0 - target)
             and state.previous - state.bound < _STALLED * state.bound))
         while not state.converged and not decided():
@@ -262,7 +256,6 @@ class PriorRun:
         if certified < state.bound:
             state.bound = certified
             self._binding[c] = [s[zg > 0] for s, zg in zip(cuts, z)]
-        state.history.append(state.bound)
         added = False
         if p is not None:
             for g in range(len(cuts)):
