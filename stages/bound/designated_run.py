@@ -33,7 +33,7 @@ from .profiles import PrivacyProfile
 from .whole_prior import Distributions
 
 __all__ = ["DESIGNATED_RUN_THEOREM", "DESIGNATED_RUN_VERSION", "DESIGNATED_RUN_MAX_TARGETS", "DesignatedRun",
-           "designated_run_tail", "designated_run_counts"]
+           "designated_run_tail", "designated_run_counts", "check_designated"]
 
 DESIGNATED_RUN_THEOREM = "one-run count with the law of the likeliest values (THEORY.md Thm 5)"
 DESIGNATED_RUN_VERSION = 1
@@ -243,6 +243,14 @@ class DesignatedRun:
                     and previous - st["bound"] < _STALLED * st["bound"]):
                 break
         return float(st["bound"])
+
+
+def check_designated(designated) -> bool:
+    """A box's ``designated`` setting as a bool, or one sentence naming it and the fix."""
+    if not isinstance(designated, bool):
+        raise ValueError(f"designated must be true or false, got {designated!r}; set bound.designated=true to add "
+                         "Theorem 5 or leave it false.")
+    return designated
 
 
 def designated_run_tail(profile: PrivacyProfile, dists: Distributions, v: int) -> float:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from stages.bound.box import (TrialLaws, as_confidences, bound_theorem, count_dict, guesses_per_target, played_trials,
                               prior_distributions, success_set_size)
-from stages.bound.designated_run import DESIGNATED_RUN_THEOREM, DESIGNATED_RUN_VERSION
+from stages.bound.designated_run import DESIGNATED_RUN_THEOREM, DESIGNATED_RUN_VERSION, check_designated
 from stages.bound.prior_run import MAX_GROUPS, PRIOR_RUN_THEOREM, PRIOR_RUN_VERSION, check_groups
 from stages.bound.theorems import (EXPECTED_BOUND_VERSION, EXPECTED_PRIOR_RUN_THEOREM, EXPECTED_THEOREM,
                                    EXPECTED_WHOLE_PRIOR_THEOREM, MMC_THEOREM, SPLIT_THEOREM, expected_count_bounds, winner)
@@ -41,10 +41,7 @@ class ExpectedBound:
         """``designated``: with one prior shared by every trial, add Theorem 5 (THEORY.md section 10, a bound on every
         trial) to the minimum; ~100 s a count at 100 targets, so off by default (a prior per trial: not offered).
         ``groups``: Theorem 4's most groups of targets (more: tighter on priors that differ, and slower)."""
-        if not isinstance(designated, bool):
-            raise ValueError(f"designated must be true or false, got {designated!r}; set bound.designated=true to add "
-                             "Theorem 5 or leave it false.")
-        self.designated = designated
+        self.designated = check_designated(designated)
         self.groups = check_groups(groups)
 
     def compute(self, profile, prior, metric, trials, confidences) -> dict[float, int]:

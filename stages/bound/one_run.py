@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from stages.bound.box import (as_confidences, bound_theorem, count_dict, guesses_per_target, prior_collision,
                               prior_distributions, success_set_size)
-from stages.bound.designated_run import DESIGNATED_RUN_THEOREM, DESIGNATED_RUN_VERSION
+from stages.bound.designated_run import DESIGNATED_RUN_THEOREM, DESIGNATED_RUN_VERSION, check_designated
 from stages.bound.theorems import DEFAULT_BOUND_VERSION, MMC_THEOREM, SPLIT_THEOREM, count_bounds, winner
 from stages.bound.prior_run import MAX_GROUPS, PRIOR_RUN_THEOREM, PRIOR_RUN_VERSION, check_groups
 from stages.bound.whole_prior import WHOLE_PRIOR_THEOREM, WHOLE_PRIOR_VERSION
@@ -34,10 +34,7 @@ class OneRunBound:
         minimum where it applies (one exact guess, each target's prior known, n <= 200); tighter on skewed priors,
         ~100 s a count at n = 100, so off by default. ``groups``: Theorem 4 keeps at most this many groups of targets
         with their own constraints; on priors that differ (the tabular games) more are tighter and slower."""
-        if not isinstance(designated, bool):
-            raise ValueError(f"designated must be true or false, got {designated!r}; set bound.designated=true to add "
-                             "Theorem 5 or leave it false.")
-        self.designated = designated
+        self.designated = check_designated(designated)
         self.groups = check_groups(groups)
 
     def compute(self, profile, prior, metric, trials, confidences) -> dict[float, int]:

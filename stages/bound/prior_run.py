@@ -200,8 +200,8 @@ class PriorRun:
             # at most ``groups`` groups: the distinct priors in runs of similar p, each run's lemma averaged over its
             # targets
             order = np.argsort([sh.p for sh in dists.shapes], kind="stable")
-            groups = [list(run) for run in np.array_split(order, min(check_groups(groups), len(order)))]
-            psi = Conjugate(profile, dists, groups)
+            runs = [list(run) for run in np.array_split(order, min(check_groups(groups), len(order)))]
+            psi = Conjugate(profile, dists, runs)
         self.psi = psi
         self.sizes = self.psi.counts
         self.n = int(round(float(np.sum(self.sizes))))
