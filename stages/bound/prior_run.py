@@ -64,6 +64,9 @@ _STALLED = 0.05
 _CUT_TOL = 1e-5
 #: The same when only a decision tail(c) <= target is needed (the count search).
 _DECIDE_TOL = 1e-3
+#: ... where a cut must also break by more than this much (absolute, on the conjugate's scale): where the conjugate is
+#: ~0 (small s, at the law's edges) constraints break by 1e-11 to 1e-9 round after round while the bound does not move.
+_DECIDE_FLOOR = 1e-9
 _CUTS_PER_ROUND = 4
 _START_CUTS = 6
 #: At most this many kinks of a piecewise-linear conjugate join the dense grid (evenly thinned beyond).
@@ -343,7 +346,9 @@ class PriorRun:
         dense, psi = self._dense[g], self._psi_dense[g]
         lhs = np.maximum(dense[:, None] * up[None, :] - down[None, :], 0.0).sum(axis=1)
         viol = lhs - psi
-        peaks = np.flatnonzero((viol > tol * (1e-9 + psi)) & (viol >= np.roll(viol, 1)) & (viol >= np.roll(viol, -1)))
+        floor = _DECIDE_FLOOR if tol >= _DECIDE_TOL else 0.0
+        peaks = np.flatnonzero((viol > tol * (1e-9 + psi)) & (viol > floor) & (viol >= np.roll(viol, 1))
+                               & (viol >= np.roll(viol, -1)))
         peaks = peaks[np.argsort(viol[peaks])[::-1][:_CUTS_PER_ROUND]]
         if tol >= _DECIDE_TOL:  # a decision: the grid's points are enough
             return dense[peaks]
