@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, sparse, special
 
-from . import envelope
+from . import envelope, tails
 from .profiles import ApproxDP, PrivacyProfile
 from .whole_prior import _EPS_LINES_MAX, Distributions, _profile_lines
 
@@ -45,9 +45,9 @@ PRIOR_RUN_THEOREM = "whole-prior one-run count (THEORY.md Thm 4)"
 PRIOR_RUN_VERSION = 1
 #: Theorem 4's LP keeps at most this many groups of targets by default (runs of distinct priors of similar p, each group's
 #: lemma averaged over its targets): more groups see more of how the priors differ, and cost more (``groups``; the ACS
-#: SEX column's 100 binary priors at eps = 1, one trial: 2 groups 79 at 0.95 in 17 s, 4 groups 76 in 114 s).
+#: SEX column's 100 binary priors at eps = 1, 5 trials: 2 groups 78.6 at 0.95 in 34 s, 4 groups 76.0 in 93 s).
 MAX_GROUPS = 2
-#: The most targets Theorem 4 runs on: its LP has ~ n (cuts + 2) variables per group (a count takes 3.5 s at n = 100, 30 s at n = 300).
+#: The most targets Theorem 4 runs on: its LP has ~ n (cuts + 2) variables per group (three counts take 1.8 s at n = 100, 16 s at n = 300).
 PRIOR_RUN_MAX_TARGETS = 200
 
 #: Added to every conjugate value, relative to the objective's slope at the optimum: the floating-point vertex of the
@@ -69,6 +69,14 @@ _DECIDE_TOL = 1e-3
 _DECIDE_FLOOR = 1e-9
 _CUTS_PER_ROUND = 4
 _START_CUTS = 6
+#: A decision also stops above its target once a point that meets every constraint of the dense grid (``_inner``) has
+#: Pr[N >= c] above the target by this fraction: no set of the grid's cuts can bring the bound below it. The point mixes
+#: the LP's law (its counts above the last _INNER_TOP of mass dropped) with laws of real attacks (each target guessed a
+#: priori with probability theta, else abstained: _INNER_THETAS), checked to _INNER_ROOM (absolute) for round-off.
+_INNER_MARGIN = 1e-3
+_INNER_TOP = 1e-6
+_INNER_THETAS = np.linspace(0.0, 1.0, 21)
+_INNER_ROOM = 1e-12
 #: At most this many kinks of a piecewise-linear conjugate join the dense grid (evenly thinned beyond).
 _MAX_KINKS = 3000
 _START_LOW = 1e-6
@@ -181,6 +189,7 @@ class _CutState:
     cuts: list
     bound: float = math.inf
     previous: float = math.inf
+    inner: float = 0.0
     rounds: int = 0
     converged: bool = False
 
@@ -205,6 +214,10 @@ class PriorRun:
             order = np.argsort([sh.p for sh in dists.shapes], kind="stable")
             runs = [list(run) for run in np.array_split(order, min(check_groups(groups), len(order)))]
             psi = Conjugate(profile, dists, runs)
+            self._attacks = (np.array([sh.p for sh in dists.shapes]), np.asarray(dists.counts, dtype=np.int64), runs)
+        else:
+            self._attacks = None  # a pooled conjugate: no law of a real attack at hand, so no ``_inner``
+        self._x0 = None
         self.psi = psi
         self.sizes = self.psi.counts
         self.n = int(round(float(np.sum(self.sizes))))
@@ -219,6 +232,9 @@ class PriorRun:
             self._dense.append(dense)
             self._psi_dense.append(psi)
             self._start.append(_start(dense, psi))
+        # where ``_inner_point`` is checked: every s a decision's LP can hold (the dense grid and the starting cuts)
+        self._check = [np.union1d(d, st) for d, st in zip(self._dense, self._start)]
+        self._psi_check = [self.psi.per_target(s)[g] for g, s in enumerate(self._check)]
         self._binding: dict[int, list] = {}  # per c solved, each group's cuts with a positive multiplier
         self._state: dict[int, _CutState] = {}
 
@@ -240,18 +256,19 @@ class PriorRun:
                 cuts = [np.union1d(a, b) for a, b in zip(cuts, near)]
             state = self._state[c] = _CutState(cuts)
         # decided: below the target, or above it by _DECIDED of min(target, 1 - target) with the last round's gain
-        # under _STALLED of the bound
-        decided = lambda: target is not None and (state.bound <= target or (
-            state.bound > target + _DECIDED * min(target, 1.0 - target)
-            and state.previous - state.bound < _STALLED * state.bound))
+        # under _STALLED of the bound, or a point of the LP with every cut of the dense grid above it (``_inner``)
+        decided = lambda: target is not None and (state.bound <= target or state.inner > target * (1 + _INNER_MARGIN)
+                                                  or (state.bound > target + _DECIDED * min(target, 1.0 - target)
+                                                      and state.previous - state.bound < _STALLED * state.bound))
         while not state.converged and not decided():
-            self._round(c, state, _CUT_TOL if target is None else _DECIDE_TOL)
+            self._round(c, state, _CUT_TOL if target is None else _DECIDE_TOL,
+                        inner=target is not None and state.bound < math.inf)
         return float(min(1.0, max(0.0, state.bound)))
 
-    def _round(self, c: int, state: "_CutState", tol: float) -> None:
+    def _round(self, c: int, state: "_CutState", tol: float, inner: bool = False) -> None:
         """One cutting-plane round at c: solve with the state's cuts, keep the best certified bound, add the violated
-        cuts; every round's bound
-        is certified on its own, and the best is kept."""
+        cuts; every round's bound is certified on its own, and the best is kept. With ``inner``, also the largest
+        Pr[N >= c] found so far of a point that meets every cut of the dense grid (``_inner``)."""
         cuts = state.cuts
         certified, p, r, z = self._lp(c, cuts)
         state.previous = state.bound
@@ -259,6 +276,8 @@ class PriorRun:
         if certified < state.bound:
             state.bound = certified
             self._binding[c] = [s[zg > 0] for s, zg in zip(cuts, z)]
+        if inner and p is not None and self._attacks is not None:
+            state.inner = max(state.inner, self._inner(c, p, r))
         added = False
         if p is not None:
             for g in range(len(cuts)):
@@ -338,6 +357,55 @@ class PriorRun:
         budget = [m * n + offset[g] * (n + 1) + np.arange(K[g]) * (n + 1) + n for g in range(m)]
         return certified, x[:P], r, [lam[ix] for ix in budget]
 
+    def _meets(self, p: np.ndarray, r: np.ndarray) -> bool:
+        """Whether (p, r) meets every group's constraint at every s a decision's LP can hold (its dense grid and its
+        starting cuts), to _INNER_ROOM."""
+        for g in range(self.sizes.size):
+            up, down = r[g, 1:], p[:-1] - r[g, :-1]
+            lhs = np.maximum(self._check[g][:, None] * up[None, :] - down[None, :], 0.0).sum(axis=1)
+            if np.any(lhs > self._psi_check[g] + _INNER_ROOM):
+                return False
+        return True
+
+    def _inner(self, c: int, p: np.ndarray, r: np.ndarray) -> float:
+        """Pr[N >= c] at ``_inner_point`` (0 without one): no set of the grid's cuts certifies a bound below it (the point
+        is checked at every s of the grid itself, so this holds whatever x0 is)."""
+        point = self._inner_point(p, r)
+        return 0.0 if point is None else float(point[0][c:].sum())
+
+    def _inner_point(self, p: np.ndarray, r: np.ndarray):
+        """(p, r) of the largest mix a x + (1 - a) x0 that meets every constraint of the dense grid, or None.
+
+        x is the LP's law (p, r) with its counts above the last _INNER_TOP of its mass dropped (a law on fewer counts:
+        the top constraint terms only lose), x0 the mean of the laws of real attacks (``_attack_laws``), which meet
+        every constraint. The LP's equalities and r <= p are linear, so every mix keeps them, and each conjugate
+        constraint is convex in (p, r): the mix is a point of the LP with every cut of the grid, so no set of the
+        grid's cuts certifies a bound below its Pr[N >= c] (THEORY.md section 9, "Counts")."""
+        if self._x0 is None:
+            self._x0 = _attack_laws(*self._attacks)
+        p0, r0 = self._x0
+        total = float(p.sum())
+        if total <= 0.0 or not self._meets(p0, r0):
+            return None
+        p, r = p / total, np.minimum(r / total, p[None, :] / total)
+        above = np.cumsum(p[::-1])[::-1]  # above[j] = the mass at counts >= j
+        top = int(np.max(np.flatnonzero(above >= _INNER_TOP)))
+        p, r = p.copy(), r.copy()
+        p[top + 1:], r[:, top + 1:] = 0.0, 0.0
+        kept = float(p.sum())
+        p, r = p / kept, r / kept
+        lo, hi = 0.0, 1.0
+        if self._meets(p, r):
+            lo = 1.0
+        else:
+            for _ in range(20):
+                mid = 0.5 * (lo + hi)
+                if self._meets(mid * p + (1.0 - mid) * p0, mid * r + (1.0 - mid) * r0):
+                    lo = mid
+                else:
+                    hi = mid
+        return lo * p + (1.0 - lo) * p0, lo * r + (1.0 - lo) * r0
+
     def _violated(self, g: int, p: np.ndarray, r: np.ndarray, tol: float) -> np.ndarray:
         """Group g's s whose constraint (p, r) breaks by more than ``tol`` of G_g*(s): the largest local maxima of the
         violation on the dense grid, each refined to the continuous maximum between its neighbours (not for a
@@ -359,6 +427,35 @@ class PriorRun:
             res = optimize.minimize_scalar(minus, bounds=(lo, hi), method="bounded", options={"xatol": 1e-9 * hi})
             out.append(float(res.x) if res.success and -res.fun > viol[i] else dense[i])
         return np.asarray(out, dtype=float)
+
+
+def _attack_laws(p: np.ndarray, counts: np.ndarray, groups: list) -> tuple[np.ndarray, np.ndarray]:
+    """(p0, r0): the mean over theta in _INNER_THETAS of the law of N and of each group's mean Pr[N = j, target i right]
+    for the attack that guesses each target's likeliest value with probability theta (its own coin) and abstains
+    otherwise: independent successes of probability theta p_k for the counts[k] targets of distinct prior k
+    (``groups``: lists of k). Each is a real attack, so its law meets every constraint of Theorem 4, and so does the
+    mean (the constraints are convex); the mix covers every count from 0 up."""
+    n = int(counts.sum())
+
+    def law(q: np.ndarray, cnt: np.ndarray) -> np.ndarray:
+        out = np.zeros(n + 1)
+        if not np.any(cnt > 0):  # no target left: N = 0
+            out[0] = 1.0
+            return out
+        d = tails.distribution_grouped(q[cnt > 0], cnt[cnt > 0])
+        out[d.offset: d.offset + d.pmf.size] = np.maximum(d.pmf, 0.0)
+        return out
+
+    p0, r0 = np.zeros(n + 1), np.zeros((len(groups), n + 1))
+    for theta in _INNER_THETAS:
+        q = theta * p
+        p0 += law(q, counts)
+        for g, members in enumerate(groups):
+            for k in members:
+                rest = counts.copy()
+                rest[k] -= 1
+                r0[g, 1:] += counts[k] * q[k] * law(q, rest)[:n] / float(counts[list(members)].sum())
+    return p0 / _INNER_THETAS.size, r0 / _INNER_THETAS.size
 
 
 def pooled_conjugate(profile: PrivacyProfile, runs: list[Distributions], groups: int = MAX_GROUPS) -> Conjugate:

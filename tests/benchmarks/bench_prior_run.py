@@ -1,7 +1,7 @@
 """Benchmark: Theorem 4's count (MMC's argument with the whole prior, an LP over the law of the count) vs Theorem 3's.
 
     .venv/bin/python tests/benchmarks/bench_prior_run.py [--sizes 100 200] [--repeats 2] [--designated | --groups 2 4
-        | --floor 1 2 4]
+        | --search 1 2 4]
 
 For n targets with the quickstart's Zipf prior (10 values, exponent 1.84) under the quickstart's Gaussian mechanism
 at eps = 1, delta = 1e-5, it times in the same run, for confidences 0.05 / 0.5 / 0.95:
@@ -19,9 +19,10 @@ With ``--groups G [G ...]``: n targets with *different* binary priors (p_i evenl
 tabular games' per-record conditionals differ), Theorem 4 with at most G groups of targets (``bound.groups``) against
 the default 2 groups, in the same run.
 
-With ``--floor G [G ...]``: the count search as it is (a decision's cuts must break by more than ``_DECIDE_FLOOR``,
-absolute) against the search with every cut (the floor set to 0, as before it existed), in the same run, on the same
-binary priors at G groups (1: the quickstart's Zipf prior shared by every target, one group whatever G).
+With ``--search G [G ...]``: the count search as it is (a decision takes only cuts that break by more than
+``_DECIDE_FLOOR``, absolute, and stops once a point of the LP with every grid cut is above its target: ``_inner``)
+against the search before both (the floor 0, no such stop), in the same run, on the same binary priors at G groups
+(1: the quickstart's Zipf prior shared by every target, one group whatever G).
 """
 from __future__ import annotations
 
@@ -53,13 +54,13 @@ def main() -> None:
     parser.add_argument("--designated", action="store_true", help="time Theorem 5 against Theorem 4")
     parser.add_argument("--groups", type=int, nargs="+", help="different binary priors: Theorem 4 with these many "
                         "groups against the default 2")
-    parser.add_argument("--floor", type=int, nargs="+", help="the count search with its absolute floor on a cut's "
-                        "violation against every cut (floor 0), at these many groups (1: the Zipf prior)")
+    parser.add_argument("--search", type=int, nargs="+", help="the count search as it is against the search with "
+                        "every cut and no proven stop, at these many groups (1: the Zipf prior)")
     args = parser.parse_args()
     if args.groups:
         return groups_table(args)
-    if args.floor:
-        return floor_table(args)
+    if args.search:
+        return search_table(args)
     profile = GaussianDP.from_epsilon_delta(1.0, 1e-5)
     prior = np.arange(1, 11.0) ** -1.84
     prior /= prior.sum()
@@ -92,25 +93,25 @@ def groups_table(args) -> None:
             print(f"| {n:,} | {g} | {t2:.2f} s | {tg:.2f} s | {tg / t2:.1f}x | {' / '.join(map(str, c2))} | "
                   f"{' / '.join(map(str, cg))} |", flush=True)
 
-def floor_table(args) -> None:
+def search_table(args) -> None:
     profile = GaussianDP.from_epsilon_delta(1.0, 1e-5)
-    print("| n | priors | groups | every cut (floor 0) | floor | every cut / floor | counts every cut | counts floor |")
+    print("| n | priors | groups | before (every cut, no proven stop) | now | before / now | counts before | counts now |")
     print("|---|---|---|---|---|---|---|---|")
     zipf = np.arange(1, 11.0) ** -1.84
     zipf /= zipf.sum()
-    floor = prior_run._DECIDE_FLOOR
+    floor, margin = prior_run._DECIDE_FLOOR, prior_run._INNER_MARGIN
     for n in args.sizes:
         p = np.linspace(0.5, 0.9, n)
-        for g in args.floor:
+        for g in args.search:
             rows = np.tile(zipf, (n, 1)) if g == 1 else np.stack([p, 1 - p], axis=1)
             dists = Distributions.of(rows)
             hint = whole_prior_counts(profile, dists, 1 - CONFIDENCES)
             run = lambda: prior_run_counts(profile, dists, 1 - CONFIDENCES, hint=hint, groups=max(g, 1))
-            prior_run._DECIDE_FLOOR = 0.0
+            prior_run._DECIDE_FLOOR, prior_run._INNER_MARGIN = 0.0, float("inf")
             try:
                 t0, c0 = best_of(run, args.repeats)
             finally:
-                prior_run._DECIDE_FLOOR = floor
+                prior_run._DECIDE_FLOOR, prior_run._INNER_MARGIN = floor, margin
             tf, cf = best_of(run, args.repeats)
             what = "Zipf, shared" if g == 1 else "binary, 0.5-0.9"
             print(f"| {n:,} | {what} | {g} | {t0:.2f} s | {tf:.2f} s | {t0 / tf:.1f}x | {' / '.join(map(str, c0))} | "

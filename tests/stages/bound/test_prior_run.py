@@ -355,3 +355,55 @@ def test_a_decision_leaves_out_cuts_that_break_by_less_than_the_floor():
         finally:
             R._DECIDE_FLOOR = floor
         assert counts == every, (groups, counts, every)
+
+
+@pytest.mark.parametrize("profile", [GaussianDP(0.268), GaussianDP(2.0), ApproxDP(1.0, 1e-3), PureDP(1.0)])
+@pytest.mark.parametrize("groups", [1, 3])
+def test_the_laws_of_real_attacks_meet_every_constraint(profile, groups):
+    """_attack_laws (each target guessed a priori with probability theta, else abstained; mixed over theta) is the law
+    of real attacks, so it meets every constraint of the dense grid: the anchor of the proven stop."""
+    p = np.linspace(0.3, 0.95, 12)
+    dists = Distributions.of(np.stack([p, (1 - p) / 2, (1 - p) / 2], axis=1))
+    run = R.PriorRun(profile, dists, groups=groups)
+    p0, r0 = R._attack_laws(*run._attacks)
+    assert abs(p0.sum() - 1) < 1e-12 and np.all(r0 <= p0[None, :] + 1e-15)
+    np.testing.assert_allclose(run.sizes @ r0, np.arange(p0.size) * p0, atol=1e-13)
+    assert run._meets(p0, r0)
+
+
+def test_the_proven_stop_is_below_every_bound_and_leaves_the_counts_alone():
+    """A decision stops above its target once a point of the LP with every cut of the grid (the LP's law mixed with
+    real attacks' laws) is above it (``_inner``). That point is never above a certified bound, the stop fires, and the
+    counts are those of the search without it (40 targets, ten binary priors, 2 and 4 groups)."""
+    prof = GaussianDP.from_epsilon_delta(1.0, 1e-5)
+    p = np.linspace(0.5, 0.9, 10)
+    dists = Distributions.of(np.repeat(np.stack([p, 1 - p], axis=1), 4, axis=0))
+    confs = 1 - np.array([0.05, 0.5, 0.95])
+    margin = R._INNER_MARGIN
+    for groups in (2, 4):
+        run = R.PriorRun(prof, dists, groups=groups)
+        counts = R._counts(run, confs, None)
+        assert all(st.inner <= st.bound + 1e-12 for st in run._state.values())
+        # the point itself, checked on its own: a law (r <= p, the equalities) that meets every group's constraint at
+        # every s a decision's LP can hold (the dense grid, the starting cuts), and between them, on a grid 10x
+        # finer, breaks none by more than 2e-3 of its conjugate (the grid's resolution; the cuts are grid points)
+        c = counts[2] + 1
+        _, pr, rr, _ = run._lp(c, run._state[c].cuts)
+        pm, rm = run._inner_point(pr, rr)
+        # (the equalities hold to the LP solver's tolerance: the stop's margin of 1e-3 covers it)
+        assert abs(pm.sum() - 1) < 1e-9 and np.all(rm <= pm[None, :] + 1e-12) and np.all(pm >= 0)
+        np.testing.assert_allclose(run.sizes @ rm, np.arange(pm.size) * pm, rtol=1e-6, atol=1e-8)
+        fine = np.geomspace(1e-6, 1e10, 30000)
+        for g in range(run.sizes.size):
+            at = np.union1d(run._dense[g], run._start[g])
+            for s, rel in ((at, 1e-9), (fine, 2e-3)):
+                psi = run.psi.per_target(s)[g]
+                lhs = np.maximum(s[:, None] * rm[g, 1:][None, :] - (pm[:-1] - rm[g, :-1])[None, :], 0.0).sum(axis=1)
+                assert np.all(lhs <= psi * (1 + rel) + 1e-11), (groups, g, rel, np.max((lhs - psi) / psi))
+        assert any(st.inner > 0.05 * (1 + margin) and st.bound > 0.05 for st in run._state.values())
+        R._INNER_MARGIN = math.inf
+        try:
+            without = R._counts(R.PriorRun(prof, dists, groups=groups), confs, None)
+        finally:
+            R._INNER_MARGIN = margin
+        assert counts == without, (groups, counts, without)
