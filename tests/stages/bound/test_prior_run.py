@@ -329,31 +329,37 @@ def test_the_boxes_take_groups_and_record_them():
             cls(groups=0)
 
 
-def test_a_decision_leaves_out_cuts_that_break_by_less_than_the_floor():
+def _forty_binary_targets() -> Distributions:
+    """40 targets with ten binary priors (p from 0.5 to 0.9), for the count search's tests."""
+    p = np.linspace(0.5, 0.9, 10)
+    return Distributions.of(np.repeat(np.stack([p, 1 - p], axis=1), 4, axis=0))
+
+
+def _searched(groups: int, monkeypatch, **constants):
+    """(the PriorRun, its counts at 0.05 / 0.5 / 0.95) on ``_forty_binary_targets`` at eps = 1, with the module's
+    ``constants`` set for the search (and restored after)."""
+    with monkeypatch.context() as m:
+        for name, value in constants.items():
+            m.setattr(R, name, value)
+        run = R.PriorRun(GaussianDP.from_epsilon_delta(1.0, 1e-5), _forty_binary_targets(), groups=groups)
+        return run, R._counts(run, 1 - np.array([0.05, 0.5, 0.95]), None)
+
+
+def test_a_decision_leaves_out_cuts_that_break_by_less_than_the_floor(monkeypatch):
     """The count search's cutting planes skip constraints that break by at most _DECIDE_FLOOR (where the conjugate is
     ~0 they break by 1e-11 to 1e-9 round after round while the bound does not move); leaving a cut out only loosens the
     LP, so each bound stays certified. On 40 targets with ten binary priors the counts at 2 and 4 groups are those of
     the search with every cut, and a decision's cuts all break by more than the floor."""
-    prof = GaussianDP.from_epsilon_delta(1.0, 1e-5)
-    p = np.linspace(0.5, 0.9, 10)
-    dists = Distributions.of(np.repeat(np.stack([p, 1 - p], axis=1), 4, axis=0))
-    confs = 1 - np.array([0.05, 0.5, 0.95])
-    floor = R._DECIDE_FLOOR
     for groups in (2, 4):
-        run = R.PriorRun(prof, dists, groups=groups)
-        counts = R._counts(run, confs, None)
+        run, counts = _searched(groups, monkeypatch)
         st = run._state[counts[2] + 1]
         _, pr, rr, _ = run._lp(counts[2] + 1, st.cuts)
         for g in range(run.sizes.size):
             for s in run._violated(g, pr, rr[g], R._DECIDE_TOL):
                 up, down = rr[g][1:], pr[:-1] - rr[g][:-1]
                 viol = np.maximum(s * up - down, 0.0).sum() - float(run.psi.per_target(s)[g, 0])
-                assert viol > floor, (groups, g, s, viol)
-        R._DECIDE_FLOOR = 0.0
-        try:
-            every = R._counts(R.PriorRun(prof, dists, groups=groups), confs, None)
-        finally:
-            R._DECIDE_FLOOR = floor
+                assert viol > R._DECIDE_FLOOR, (groups, g, s, viol)
+        _, every = _searched(groups, monkeypatch, _DECIDE_FLOOR=0.0)
         assert counts == every, (groups, counts, every)
 
 
@@ -371,18 +377,12 @@ def test_the_laws_of_real_attacks_meet_every_constraint(profile, groups):
     assert run._meets(p0, r0)
 
 
-def test_the_proven_stop_is_below_every_bound_and_leaves_the_counts_alone():
+def test_the_proven_stop_is_below_every_bound_and_leaves_the_counts_alone(monkeypatch):
     """A decision stops above its target once a point of the LP with every cut of the grid (the LP's law mixed with
     real attacks' laws) is above it (``_inner``). That point is never above a certified bound, the stop fires, and the
     counts are those of the search without it (40 targets, ten binary priors, 2 and 4 groups)."""
-    prof = GaussianDP.from_epsilon_delta(1.0, 1e-5)
-    p = np.linspace(0.5, 0.9, 10)
-    dists = Distributions.of(np.repeat(np.stack([p, 1 - p], axis=1), 4, axis=0))
-    confs = 1 - np.array([0.05, 0.5, 0.95])
-    margin = R._INNER_MARGIN
     for groups in (2, 4):
-        run = R.PriorRun(prof, dists, groups=groups)
-        counts = R._counts(run, confs, None)
+        run, counts = _searched(groups, monkeypatch)
         assert all(st.inner <= st.bound + 1e-12 for st in run._state.values())
         # the point itself, checked on its own: a law (r <= p, the equalities) that meets every group's constraint at
         # every s a decision's LP can hold (the dense grid, the starting cuts), and between them, on a grid 10x
@@ -400,10 +400,6 @@ def test_the_proven_stop_is_below_every_bound_and_leaves_the_counts_alone():
                 psi = run.psi.per_target(s)[g]
                 lhs = np.maximum(s[:, None] * rm[g, 1:][None, :] - (pm[:-1] - rm[g, :-1])[None, :], 0.0).sum(axis=1)
                 assert np.all(lhs <= psi * (1 + rel) + 1e-11), (groups, g, rel, np.max((lhs - psi) / psi))
-        assert any(st.inner > 0.05 * (1 + margin) and st.bound > 0.05 for st in run._state.values())
-        R._INNER_MARGIN = math.inf
-        try:
-            without = R._counts(R.PriorRun(prof, dists, groups=groups), confs, None)
-        finally:
-            R._INNER_MARGIN = margin
+        assert any(st.inner > 0.05 * (1 + R._INNER_MARGIN) and st.bound > 0.05 for st in run._state.values())
+        _, without = _searched(groups, monkeypatch, _INNER_MARGIN=math.inf)
         assert counts == without, (groups, counts, without)
