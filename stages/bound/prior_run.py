@@ -261,6 +261,7 @@ class PriorRun:
                                                   or (state.bound > target + _DECIDED * min(target, 1.0 - target)
                                                       and state.previous - state.bound < _STALLED * state.bound))
         while not state.converged and not decided():
+            # the stop's point from the second round at this c on (a decision the first round settles never builds it)
             self._round(c, state, _CUT_TOL if target is None else _DECIDE_TOL,
                         inner=target is not None and state.bound < math.inf)
         return float(min(1.0, max(0.0, state.bound)))
@@ -381,12 +382,13 @@ class PriorRun:
         every constraint. The LP's equalities and r <= p are linear, so every mix keeps them, and each conjugate
         constraint is convex in (p, r): the mix is a point of the LP with every cut of the grid, so no set of the
         grid's cuts certifies a bound below its Pr[N >= c] (THEORY.md section 9, "Counts")."""
-        if self._x0 is None:
-            self._x0 = _attack_laws(*self._attacks)
-        p0, r0 = self._x0
+        if self._x0 is None:  # built once, on the first decision that needs it, and checked once
+            x0 = _attack_laws(*self._attacks)
+            self._x0 = x0 if self._meets(*x0) else False
         total = float(p.sum())
-        if total <= 0.0 or not self._meets(p0, r0):
+        if self._x0 is False or total <= 0.0:
             return None
+        p0, r0 = self._x0
         p, r = p / total, np.minimum(r / total, p[None, :] / total)
         above = np.cumsum(p[::-1])[::-1]  # above[j] = the mass at counts >= j
         top = int(np.max(np.flatnonzero(above >= _INNER_TOP)))
@@ -451,10 +453,11 @@ def _attack_laws(p: np.ndarray, counts: np.ndarray, groups: list) -> tuple[np.nd
         q = theta * p
         p0 += law(q, counts)
         for g, members in enumerate(groups):
+            size = float(counts[list(members)].sum())
             for k in members:
                 rest = counts.copy()
                 rest[k] -= 1
-                r0[g, 1:] += counts[k] * q[k] * law(q, rest)[:n] / float(counts[list(members)].sum())
+                r0[g, 1:] += counts[k] * q[k] * law(q, rest)[:n] / size
     return p0 / _INNER_THETAS.size, r0 / _INNER_THETAS.size
 
 
