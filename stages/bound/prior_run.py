@@ -47,7 +47,7 @@ PRIOR_RUN_VERSION = 1
 #: lemma averaged over its targets): more groups see more of how the priors differ, and cost more (``groups``; the ACS
 #: SEX column's 100 binary priors at eps = 1, 5 trials: 2 groups 78.6 at 0.95 in 34 s, 4 groups 76.0 in 93 s).
 MAX_GROUPS = 2
-#: The most targets Theorem 4 runs on: its LP has ~ n (cuts + 2) variables per group (three counts take 1.8 s at n = 100, 16 s at n = 300).
+#: The most targets Theorem 4 runs on: its LP has ~ n (cuts + 2) variables per group (three counts take 1.3 s at n = 100, 13 s at n = 300).
 PRIOR_RUN_MAX_TARGETS = 200
 
 #: Added to every conjugate value, relative to the objective's slope at the optimum: the floating-point vertex of the
@@ -77,6 +77,10 @@ _INNER_MARGIN = 1e-3
 _INNER_TOP = 1e-6
 _INNER_THETAS = np.linspace(0.0, 1.0, 21)
 _INNER_ROOM = 1e-12
+#: The simplex's iterations before an LP goes to the interior point instead (a count, not a time, so runs repeat exactly):
+#: on ACS AGEP at 4 groups the simplex solved every LP it solved within 40,000 and spent 103 s and 220,000 on one it
+#: then failed.
+_SIMPLEX_ITERATIONS = 50_000
 #: At most this many kinks of a piecewise-linear conjugate join the dense grid (evenly thinned beyond).
 _MAX_KINKS = 3000
 _START_LOW = 1e-6
@@ -215,8 +219,10 @@ class PriorRun:
             runs = [list(run) for run in np.array_split(order, min(check_groups(groups), len(order)))]
             psi = Conjugate(profile, dists, runs)
             self._attacks = (np.array([sh.p for sh in dists.shapes]), np.asarray(dists.counts, dtype=np.int64), runs)
+            self._prior_tail = _prior_tail(*self._attacks[:2])
         else:
             self._attacks = None  # a pooled conjugate: no law of a real attack at hand, so no ``_inner``
+            self._prior_tail = None
         self._x0 = None
         self.psi = psi
         self.sizes = self.psi.counts
@@ -237,6 +243,16 @@ class PriorRun:
         self._psi_check = [self.psi.per_target(s)[g] for g, s in enumerate(self._check)]
         self._binding: dict[int, list] = {}  # per c solved, each group's cuts with a positive multiplier
         self._state: dict[int, _CutState] = {}
+
+    def unreachable(self, target: float) -> int:
+        """The largest c whose tail(c + 1) no set of cuts can certify at or below ``target`` (-1 if none is known): the
+        law of N under the attack that guesses every target's likeliest value (a real attack, so a point of the LP with
+        every constraint of Theorem 4) puts more than ``target`` on N >= c + 1. Only a lower bound on the LP's optimum
+        is used, so the count search may start above it without losing a certifiable count."""
+        if self._prior_tail is None:
+            return -1
+        above = np.flatnonzero(self._prior_tail[1:] > target * (1.0 + _INNER_MARGIN))  # index c: Pr[N >= c + 1]
+        return int(above[-1]) if above.size else -1
 
     def tail(self, c: int, target: float | None = None) -> float:
         """A certified bound on Pr[N >= c]; with ``target``, the cutting planes stop as soon as the bound is below it,
@@ -342,7 +358,12 @@ class PriorRun:
         obj[c:P] = 1.0
         upper = np.ones(nv)
         upper[w0:] = np.concatenate([np.repeat(np.maximum(psi, 0.0), n) for psi in psis])
-        res = optimize.linprog(-obj, A_ub=A, b_ub=b, A_eq=Aeq, b_eq=beq, bounds=(0, None), method="highs")
+        res = optimize.linprog(-obj, A_ub=A, b_ub=b, A_eq=Aeq, b_eq=beq, bounds=(0, None), method="highs",
+                               options={"maxiter": _SIMPLEX_ITERATIONS})
+        if res.status != 0:  # the simplex ends "unknown" on a few badly scaled cut sets, or runs past its iterations:
+            # the interior point solves most of them (where it fails too, the round's bound is 1: valid, and the
+            # decision ends above its target)
+            res = optimize.linprog(-obj, A_ub=A, b_ub=b, A_eq=Aeq, b_eq=beq, bounds=(0, None), method="highs-ipm")
         zero = [np.zeros(k) for k in K]
         if res.status != 0:
             return 1.0, None, None, zero
@@ -431,6 +452,17 @@ class PriorRun:
         return np.asarray(out, dtype=float)
 
 
+def _prior_tail(p: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """A lower bound on Pr[N >= c], c = 0 .. n + 1, under the attack that guesses each target's likeliest value: N is
+    the Poisson-binomial of the p's (its kept entries summed less ``trimmed``, which bounds both the mass the convolution
+    drops and the round-off of what it keeps)."""
+    n = int(counts.sum())
+    d = tails.distribution_grouped(p[counts > 0], counts[counts > 0])
+    pmf = np.zeros(n + 2)
+    pmf[d.offset: d.offset + d.pmf.size] = np.maximum(d.pmf, 0.0)
+    return np.maximum(np.cumsum(pmf[::-1])[::-1] - float(d.trimmed), 0.0)
+
+
 def _attack_laws(p: np.ndarray, counts: np.ndarray, groups: list) -> tuple[np.ndarray, np.ndarray]:
     """(p0, r0): the mean over theta in _INNER_THETAS of the law of N and of each group's mean Pr[N = j, target i right]
     for the attack that guesses each target's likeliest value with probability theta (its own coin) and abstains
@@ -485,10 +517,11 @@ def pooled_conjugate(profile: PrivacyProfile, runs: list[Distributions], groups:
 
 
 def expected_prior_run_counts(profile: PrivacyProfile, runs: list[Distributions], targets, hint=None,
-                              groups: int = MAX_GROUPS) -> list[int]:
+                              groups: int = MAX_GROUPS, at_most: bool = False) -> list[int]:
     """Theorem 4 over the mixture of the runs (``pooled_conjugate`` with ``groups`` blocks): the smallest c with
-    mean_r Pr_r[N >= c + 1] bounded by the target, for each target."""
-    return _counts(PriorRun(profile, None, pooled_conjugate(profile, runs, check_groups(groups))), targets, hint)
+    mean_r Pr_r[N >= c + 1] bounded by the target, for each target (``at_most``: as in ``prior_run_counts``)."""
+    return _counts(PriorRun(profile, None, pooled_conjugate(profile, runs, check_groups(groups))), targets, hint,
+                   at_most)
 
 
 def _start(s_dense: np.ndarray, psi_dense: np.ndarray) -> np.ndarray:
@@ -508,13 +541,16 @@ def prior_run_tail(profile: PrivacyProfile, dists: Distributions, v: int, groups
 
 
 def prior_run_counts(profile: PrivacyProfile, dists: Distributions, targets, hint=None,
-                     groups: int = MAX_GROUPS) -> list[int]:
+                     groups: int = MAX_GROUPS, at_most: bool = False) -> list[int]:
     """Theorem 4's count for each target tail probability: the smallest c with tail(c + 1) <= target.
 
     ``hint`` (one count per target, e.g. the other theorems' counts) is where the search starts: it gallops from
     there, so a count near the hint costs a few LPs. ``groups``: at most this many groups of targets with their own
-    constraints (more: tighter on priors that differ, and slower)."""
-    return _counts(PriorRun(profile, dists, groups=groups), targets, hint)
+    constraints (more: tighter on priors that differ, and slower). ``at_most=True`` (what a minimum over theorems
+    needs, ``count_bounds``): the search looks only below the hint and returns the hint itself where Theorem 4
+    certifies no smaller count, as Theorem 5's search does; the LPs of the far tail above the hint (the slowest, and
+    the least stable numerically) are not solved."""
+    return _counts(PriorRun(profile, dists, groups=groups), targets, hint, at_most)
 
 
 def check_groups(groups) -> int:
@@ -525,22 +561,31 @@ def check_groups(groups) -> int:
     return int(groups)
 
 
-def _counts(run: "PriorRun", targets, hint) -> list[int]:
-    """``run``'s count for each target, each search started from its hint (n / 2 without one)."""
+def _counts(run: "PriorRun", targets, hint, at_most: bool = False) -> list[int]:
+    """``run``'s count for each target, each search started from its hint (n / 2 without one); with ``at_most``, no
+    larger than the hint."""
     targets = np.atleast_1d(np.asarray(targets, dtype=float))
+    if at_most and hint is None:
+        raise ValueError("at_most=True needs a hint: the count it may not exceed (the other theorems' count).")
     hints = np.full(targets.shape, run.n // 2) if hint is None else np.atleast_1d(hint)
-    return [_smallest_count(run, float(t), int(min(max(h, 0), run.n))) for t, h in zip(targets, hints)]
+    return [_smallest_count(run, float(t), int(min(max(h, 0), run.n)), at_most) for t, h in zip(targets, hints)]
 
 
-def _smallest_count(run: PriorRun, target: float, start: int) -> int:
+def _smallest_count(run: PriorRun, target: float, start: int, at_most: bool = False) -> int:
     """The smallest c in [0, n] with run.tail(c + 1) <= target (tail(n + 1) = 0): a bracketed search from ``start``
     whose next point is the crossing of log tail - log target interpolated from the two points nearest to it (the
-    tail is smooth in c, so a count a few steps from the hint costs three or four LPs)."""
+    tail is smooth in c, so a count a few steps from the hint costs three or four LPs). With ``at_most``: the same
+    search, ended with ``start`` as soon as the count is known to be above it (its first step, tail(start + 1), is
+    the search's own, so wherever Theorem 4 certifies ``start`` the search and its cuts are those without it)."""
     f = lambda c: math.log(max(run.tail(c + 1, target), 1e-300)) - math.log(target)
-    lo, hi = -1, run.n  # f(lo) > 0 (tail(0) = 1 > target), f(hi) <= 0 (tail(n + 1) = 0)
+    # f(lo) > 0: tail(0) = 1 > target, and below ``unreachable`` a real attack's law is above the target (the search
+    # used to spend minutes there, on LPs whose optimum is 1); f(hi) <= 0 (tail(n + 1) = 0)
+    lo, hi = run.unreachable(target), run.n
     seen: dict[int, float] = {}
     c = start
     while hi - lo > 1:
+        if at_most and lo >= start:  # no count at or below start: the hint stands
+            return start
         c = min(max(c, lo + 1), hi - 1)
         seen[c] = f(c)
         if seen[c] <= 0:

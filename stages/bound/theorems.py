@@ -364,8 +364,9 @@ def _count_bounds(profile, g: Priors, dists, pure, set_valued: bool, confs: np.n
             by[MMC_THEOREM] = mmc
     if _prior_run_applies(dists, set_valued):
         best = np.min(np.stack(list(by.values())), axis=0)
+        # only below the other theorems' count: the minimum needs no more (ties go to the theorem listed first)
         by[prior_run.PRIOR_RUN_THEOREM] = np.array(prior_run.prior_run_counts(profile, dists, targets, hint=best,
-                                                                              groups=groups), dtype=int)
+                                                                              groups=groups, at_most=True), dtype=int)
     if designated and _designated_applies(dists, set_valued):
         best = np.min(np.stack(list(by.values())), axis=0)
         by[designated_run.DESIGNATED_RUN_THEOREM] = np.array(
@@ -670,7 +671,8 @@ def expected_count_bounds(profile, p_runs, confidence=0.95, *, distributions=Non
         if runs[0].n <= prior_run.PRIOR_RUN_MAX_TARGETS and not set_valued:
             best = np.min(np.stack(list(by.values())), axis=0)
             by[EXPECTED_PRIOR_RUN_THEOREM] = np.array(
-                prior_run.expected_prior_run_counts(profile, per_run, 1.0 - confs, hint=best, groups=groups),
+                prior_run.expected_prior_run_counts(profile, per_run, 1.0 - confs, hint=best, groups=groups,
+                                                    at_most=True),
                 dtype=int)
     out = np.min(np.stack([np.asarray(v, dtype=int).reshape(-1) for v in by.values()]), axis=0)
     shape = lambda a: int(np.asarray(a).reshape(-1)[0]) if conf.ndim == 0 else np.asarray(a, dtype=int).reshape(conf.shape)

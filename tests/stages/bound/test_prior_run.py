@@ -403,3 +403,61 @@ def test_the_proven_stop_is_below_every_bound_and_leaves_the_counts_alone(monkey
         assert any(st.inner > 0.05 * (1 + R._INNER_MARGIN) and st.bound > 0.05 for st in run._state.values())
         _, without = _searched(groups, monkeypatch, _INNER_MARGIN=math.inf)
         assert counts == without, (groups, counts, without)
+
+
+def test_the_search_starts_above_the_counts_a_real_attack_reaches():
+    """``unreachable(target)``: below it the law of the attack that guesses every likeliest value (a point of the LP
+    with every constraint) puts more than the target on N >= c + 1, so no cut set certifies the count. Its lower bound
+    on that law's tail is below the exact Poisson-binomial tail, and the exact LP (converged cuts) is above the target
+    there."""
+    dists = _forty_binary_targets()
+    run = R.PriorRun(GaussianDP.from_epsilon_delta(1.0, 1e-5), dists, groups=2)
+    p = np.repeat(np.linspace(0.5, 0.9, 10), 4)
+    pmf = np.array([1.0])
+    for q in p:
+        pmf = np.convolve(pmf, [1 - q, q])
+    exact = np.concatenate([np.cumsum(pmf[::-1])[::-1], [0.0]])  # Pr[N >= c], c = 0 .. n + 1
+    assert np.all(run._prior_tail <= exact + 1e-12) and np.all(run._prior_tail >= exact - 1e-9)
+    for target in (0.95, 0.5, 0.05):
+        c = run.unreachable(target)
+        assert exact[c + 1] > target and exact[c + 2] <= target * (1 + R._INNER_MARGIN) + 1e-9, (target, c)
+        assert run.tail(c + 1) > target
+    pooled = R.PriorRun(GaussianDP(1.0), None, R.pooled_conjugate(GaussianDP(1.0), [dists, dists]))
+    assert pooled.unreachable(0.5) == -1  # no law of a real attack at hand
+
+
+def test_a_count_for_the_minimum_looks_only_below_the_hint(monkeypatch):
+    """``at_most=True`` (what ``count_bounds`` asks): the count is never above the hint, is the hint where Theorem 4
+    certifies nothing smaller, and is Theorem 4's own count where that is smaller; without a hint it is refused."""
+    profile, dists = GaussianDP.from_epsilon_delta(1.0, 1e-5), _forty_binary_targets()
+    targets = 1 - np.array([0.05, 0.5, 0.95])
+    own = R.prior_run_counts(profile, dists, targets)
+    for shift in (-3, 0, 2):
+        hint = [c + shift for c in own]
+        capped = R.prior_run_counts(profile, dists, targets, hint=hint, at_most=True)
+        assert capped == [min(h, c) for h, c in zip(hint, own)], (shift, capped, own)
+    with pytest.raises(ValueError, match="at_most=True needs a hint"):
+        R.prior_run_counts(profile, dists, targets, at_most=True)
+    counts, by = T.count_bounds(profile, None, [0.05, 0.5, 0.95], distributions=dists)
+    assert np.all(by[R.PRIOR_RUN_THEOREM] >= counts)
+
+
+def test_an_lp_the_simplex_does_not_finish_goes_to_the_interior_point(monkeypatch):
+    """An LP whose simplex stops (past _SIMPLEX_ITERATIONS, or HiGHS's "unknown" status) is solved by the interior
+    point, not given up (a round's bound of 1): with a limit of 1 iteration every LP goes there, and the counts are
+    those of the simplex (2 and 4 groups)."""
+    for groups in (2, 4):
+        _, counts = _searched(groups, monkeypatch)
+        calls = []
+        real = optimize.linprog
+
+        def spy(*args, **kwargs):
+            res = real(*args, **kwargs)
+            calls.append((kwargs.get("method"), res.status))
+            return res
+
+        monkeypatch.setattr(R.optimize, "linprog", spy)
+        _, fallback = _searched(groups, monkeypatch, _SIMPLEX_ITERATIONS=1)
+        monkeypatch.setattr(R.optimize, "linprog", real)
+        assert ("highs", 1) in calls and all(status == 0 for method, status in calls if method == "highs-ipm")
+        assert fallback == counts, (groups, fallback, counts)
