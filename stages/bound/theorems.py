@@ -312,7 +312,9 @@ def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: 
     stages/bound/MMC_CHECK.md; up to MMC_MAX_TARGETS guessed targets), and with ``distributions`` for one exact guess
     Theorem 4 (MMC's argument with each target's whole prior, THEORY.md section 9; up to
     prior_run.PRIOR_RUN_MAX_TARGETS targets, uniform priors included). ``counts`` is their
-    minimum, per confidence; ``winner(by_theorem)`` names the theorem that gave it. Shapes follow
+    minimum, per confidence; ``winner(by_theorem)`` names the theorem that gave it. Theorems 4 and 5 are searched only
+    below the theorems listed before them, so their entries are at most those theorems' minimum (equal to it where
+    they certify nothing smaller; ``prior_run.prior_run_counts`` gives Theorem 4's own count). Shapes follow
     ``confidence`` (an int for a scalar). ``set_size``: as in ``tail_bound`` (Theorem 3 for set-valued success).
     ``designated=True`` adds Theorem 5 (Theorem 4 with the law of the likeliest values, THEORY.md section 10; one
     exact guess, each target's prior known, up to designated_run.DESIGNATED_RUN_MAX_TARGETS targets): tighter on
