@@ -459,11 +459,21 @@ def _prior_tail(p: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """A lower bound on Pr[N >= c], c = 0 .. n + 1, under the attack that guesses each target's likeliest value: N is
     the Poisson-binomial of the p's (its kept entries summed less ``trimmed``, which bounds both the mass the convolution
     drops and the round-off of what it keeps)."""
+    pmf, trimmed = _law(p, counts)
+    return np.maximum(np.cumsum(np.append(pmf, 0.0)[::-1])[::-1] - trimmed, 0.0)
+
+
+def _law(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, float]:
+    """(Pr[N = j] for j = 0 .. n, the convolution's ``trimmed`` bound) for independent successes of probability q[k]
+    on counts[k] targets (n = the total of ``counts``; none left: N = 0)."""
     n = int(counts.sum())
-    d = tails.distribution_grouped(p[counts > 0], counts[counts > 0])
-    pmf = np.zeros(n + 2)
-    pmf[d.offset: d.offset + d.pmf.size] = np.maximum(d.pmf, 0.0)
-    return np.maximum(np.cumsum(pmf[::-1])[::-1] - float(d.trimmed), 0.0)
+    out = np.zeros(n + 1)
+    if not np.any(counts > 0):
+        out[0] = 1.0
+        return out, 0.0
+    d = tails.distribution_grouped(q[counts > 0], counts[counts > 0])
+    out[d.offset: d.offset + d.pmf.size] = np.maximum(d.pmf, 0.0)
+    return out, float(d.trimmed)
 
 
 def _attack_laws(p: np.ndarray, counts: np.ndarray, groups: list) -> tuple[np.ndarray, np.ndarray]:
@@ -473,26 +483,16 @@ def _attack_laws(p: np.ndarray, counts: np.ndarray, groups: list) -> tuple[np.nd
     (``groups``: lists of k). Each is a real attack, so its law meets every constraint of Theorem 4, and so does the
     mean (the constraints are convex); the mix covers every count from 0 up."""
     n = int(counts.sum())
-
-    def law(q: np.ndarray, cnt: np.ndarray) -> np.ndarray:
-        out = np.zeros(n + 1)
-        if not np.any(cnt > 0):  # no target left: N = 0
-            out[0] = 1.0
-            return out
-        d = tails.distribution_grouped(q[cnt > 0], cnt[cnt > 0])
-        out[d.offset: d.offset + d.pmf.size] = np.maximum(d.pmf, 0.0)
-        return out
-
     p0, r0 = np.zeros(n + 1), np.zeros((len(groups), n + 1))
     for theta in _INNER_THETAS:
         q = theta * p
-        p0 += law(q, counts)
+        p0 += _law(q, counts)[0]
         for g, members in enumerate(groups):
             size = float(counts[list(members)].sum())
             for k in members:
                 rest = counts.copy()
                 rest[k] -= 1
-                r0[g, 1:] += counts[k] * q[k] * law(q, rest)[:n] / size
+                r0[g, 1:] += counts[k] * q[k] * _law(q, rest)[0] / size  # the others: j = 0 .. n - 1
     return p0 / _INNER_THETAS.size, r0 / _INNER_THETAS.size
 
 
