@@ -17,8 +17,9 @@ States with Pr[M = m] <= _TRUNCATE are left out and their mass added to the boun
 states kept). The value returned is the Lagrangian bound of the LP's multipliers (weak duality), so it holds however
 few cuts were used and whatever the solver's accuracy.
 
-Its LP has ~2 (n + 1) x (the range of M) variables, so it is slower than Theorem 4's (~100 s for three counts at
-n = 100 on one core, 30x Theorem 4): it is not in the default minimum, and ``count_bounds(..., designated=True)`` or the ``one_run``
+Its LP has ~2 (n + 1 - j_from) x (the range of M) variables, so it is slower than Theorem 4's (77 s for three counts at
+n = 100 on this 2-core machine, 58x Theorem 4; tests/benchmarks/bench_prior_run.py --designated): it is not in the
+default minimum, and ``count_bounds(..., designated=True)`` or the ``one_run``
 box's ``designated: true`` add it.
 """
 from __future__ import annotations
@@ -36,7 +37,7 @@ __all__ = ["DESIGNATED_RUN_THEOREM", "DESIGNATED_RUN_VERSION", "DESIGNATED_RUN_M
            "designated_run_tail", "designated_run_counts", "check_designated"]
 
 DESIGNATED_RUN_THEOREM = "one-run count with the law of the likeliest values (THEORY.md Thm 5)"
-DESIGNATED_RUN_VERSION = 1
+DESIGNATED_RUN_VERSION = 2
 #: The LP grows with n times the range of M; beyond this many targets it is not offered.
 DESIGNATED_RUN_MAX_TARGETS = 200
 
@@ -52,6 +53,12 @@ _MAX_ROUNDS = 30
 _CUT_TOL = 1e-4
 #: A decision tail(c) <= target stops above the target once a round gains less than this fraction of the bound.
 _STALLED = 0.01
+#: The dual simplex, where HiGHS's interior point ends in a solve error, stops after this many iterations.
+_SIMPLEX_ITERATIONS = 200_000
+#: ``designated_run_counts`` keeps the states with N at least this far below the smallest hint, and one sum per m
+#: for those below (``DesignatedRun``'s ``j_from``): the LP is ~half the size, the counts those of the full LP on the
+#: benchmark, and any ``j_from`` gives a certified bound (THEORY.md section 10, "States below j_from").
+_BELOW_HINT = 20
 
 
 def _theta_grid() -> np.ndarray:
@@ -66,11 +73,17 @@ def _theta_grid() -> np.ndarray:
 
 
 class DesignatedRun:
-    """Theorem 5 for n targets with known priors (``Distributions``): ``tail(c)`` a certified bound on Pr[N >= c]."""
+    """Theorem 5 for n targets with known priors (``Distributions``): ``tail(c)`` a certified bound on Pr[N >= c].
 
-    def __init__(self, profile: PrivacyProfile, dists: Distributions):
+    ``j_from`` > 0 keeps the states (j, m) with j >= j_from and one variable per m for the mass below (the events W
+    are then those with j' >= j_from, a subfamily, so the LP is a relaxation of the full one); ``tail(c)`` is then
+    bounded only for c > j_from and is 1 below."""
+
+    def __init__(self, profile: PrivacyProfile, dists: Distributions, j_from: int = 0):
         self.conj = Conjugate(profile, dists)
         self.n = n = int(dists.n)
+        # the LP keeps the states with N >= j_from, those below one variable per m (their sum); see _BELOW_HINT
+        self.j0 = min(max(int(j_from), 0), max(n - 1, 0))
         shapes, counts = dists.shapes, np.asarray(dists.counts, dtype=np.int64)
         # the law of M: the Poisson-binomial of the likeliest values' probabilities (its mass left out by the
         # convolution's own trimming, ``trimmed``, joins eta below)
@@ -87,8 +100,10 @@ class DesignatedRun:
         self.pmf = pmf[inside]
         self.shapes, self.counts = shapes, counts
         self.nm = self.m_hi - self.m_lo + 1
-        self.ns = (n + 1) * self.nm
-        self.nv = 2 * self.ns
+        self.nw = n - self.j0  # the rows j' = j_from .. n - 1 of the events
+        self.ns = (n + 1 - self.j0) * self.nm
+        self.nlow = self.nm if self.j0 > 0 else 0
+        self.nv = 2 * self.ns + self.nlow
         self._build()
         self.grid = _theta_grid()
         self.rhs_grid = self.rhs(self.grid)
@@ -118,11 +133,11 @@ class DesignatedRun:
     # ---- the LP's fixed part and the maps from (P, Q) to each w's four counts
     def _build(self) -> None:
         n, nm, ns = self.n, self.nm, self.ns
-        sidx = lambda j, m: j * nm + (m - self.m_lo)
-        # w = (j', m'): the other targets' state, j' in [0, n - 1], m' in [m_lo, min(m_hi, n) - 1]... with m' + 1 kept
+        sidx = lambda j, m: (j - self.j0) * nm + (m - self.m_lo)
+        # w = (j', m'): the other targets' state, j' in [j_from, n - 1], m' in [m_lo, min(m_hi, n) - 1] with m' + 1 kept
         top = min(self.m_hi - 1, n - 1)
         self.L = max(top - self.m_lo + 1, 0)
-        jp, mp = np.meshgrid(np.arange(n), np.arange(self.m_lo, self.m_lo + self.L), indexing="ij")
+        jp, mp = np.meshgrid(np.arange(self.j0, n), np.arange(self.m_lo, self.m_lo + self.L), indexing="ij")
         jp, mp = jp.ravel(), mp.ravel()
         W = jp.size
         w = np.arange(W)
@@ -140,78 +155,88 @@ class DesignatedRun:
                      mat([(n - mp - jp).astype(float), np.ones(W)], [P(jp, mp), Q(jp, mp)])]
         self.W = W
         k = np.arange(ns)
-        jj, mm = k // nm, self.m_lo + k % nm
+        jj, mm = self.j0 + k // nm, self.m_lo + k % nm
         self.jj = jj
         both = lambda a, b: (np.concatenate([a, b]), (np.concatenate([k, k]), np.concatenate([ns + k, k])))
         hi = sparse.csr_matrix(both(np.ones(ns), -np.minimum(jj, mm).astype(float)), shape=(ns, self.nv))
         lo = sparse.csr_matrix(both(-np.ones(ns), np.maximum(0, jj + mm - n).astype(float)), shape=(ns, self.nv))
         self.A_fixed = sparse.vstack([hi, lo]).tocsr()
-        self.A_eq = sparse.csr_matrix((np.ones(ns), (k % nm, k)), shape=(nm, self.nv))
+        # the law of M: sum_j P(j, m) (+ the states below j_from, one variable per m) = PB(m)
+        low = np.arange(self.nlow)
+        self.A_eq = sparse.csr_matrix((np.ones(ns + self.nlow), (np.concatenate([k % nm, low]),
+                                                                  np.concatenate([k, 2 * ns + low]))),
+                                      shape=(nm, self.nv))
 
     def _coefs(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
-        """(K, n, L): coef_{j', m'}(theta) at the LP point x."""
+        """(K, n - j_from, L): coef_{j', m'}(theta) at the LP point x."""
         f = np.stack([m @ x for m in self.maps])
         sign = np.array([1.0, 1.0, -1.0, -1.0])
-        return ((theta * sign) @ f).reshape(theta.shape[0], self.n, self.L)
+        return ((theta * sign) @ f).reshape(theta.shape[0], self.nw, self.L)
 
     def _violations(self, x: np.ndarray):
-        """For every grid theta: the largest left-hand side over the intervals of m' (heads, tails, all) minus the
-        right-hand side, and that interval."""
+        """For every grid theta: the largest left-hand side over the intervals of m' (the whole range, the tails
+        [a, L), the heads [0, b), first found first on ties) minus the right-hand side, and that interval."""
         co = self._coefs(x, self.grid)
         K, L = co.shape[0], self.L
-        cs = np.concatenate([np.zeros((K, self.n, 1)), np.cumsum(co, axis=2)], axis=2)
-        best = np.full(K, -np.inf)
-        lo, hi = np.zeros(K, dtype=np.int64), np.full(K, L, dtype=np.int64)
-        for a, b in [(0, L)] + [(a, L) for a in range(1, L)] + [(0, b) for b in range(1, L)]:
-            v = np.maximum(cs[:, :, b] - cs[:, :, a], 0.0).sum(axis=1)
-            better = v > best
-            best[better], lo[better], hi[better] = v[better], a, b
-        return best - self.rhs_grid, lo, hi
+        if L == 0:  # no state (j', m') with m' + 1 kept: every interval is empty
+            return -self.rhs_grid, np.zeros(K, dtype=np.int64), np.zeros(K, dtype=np.int64)
+        cs = np.cumsum(co, axis=2)  # cs[..., b - 1] = the head [0, b)'s sum
+        heads = np.maximum(cs, 0.0).sum(axis=1)  # (K, L): heads [0, b) for b = 1 .. L, the last the whole range
+        tails = np.maximum(cs[:, :, -1:] - cs[:, :, :-1], 0.0).sum(axis=1)  # (K, L - 1): tails [a, L), a = 1 .. L - 1
+        cand = np.concatenate([heads[:, -1:], tails, heads[:, :-1]], axis=1)
+        lo = np.concatenate([[0], np.arange(1, L), np.zeros(L - 1, dtype=np.int64)])
+        hi = np.concatenate([[L], np.full(L - 1, L), np.arange(1, L)])
+        k = np.argmax(cand, axis=1)
+        return cand[np.arange(K), k] - self.rhs_grid, lo[k], hi[k]
 
     def _lp(self, c: int, cuts: list):
         """max Pr[N >= c, M kept] with the cuts: (the certified bound (the truncated mass added), x, which cuts bind
         (a positive multiplier))."""
-        n, K, L = self.n, len(cuts), self.L
-        nt = self.nv + K * n
+        n, nw, K, L = self.n, self.nw, len(cuts), self.L
+        nt = self.nv + K * nw
         obj = np.zeros(nt)
         obj[: self.ns] = (self.jj >= c).astype(float)
         sign = np.array([1.0, 1.0, -1.0, -1.0])
-        blocks = [sparse.hstack([self.A_fixed, sparse.csr_matrix((self.A_fixed.shape[0], K * n))])]
+        blocks = [sparse.hstack([self.A_fixed, sparse.csr_matrix((self.A_fixed.shape[0], K * nw))])]
         b = [np.zeros(self.A_fixed.shape[0])]
-        upper = np.concatenate([np.ones(self.ns), np.full(self.ns, float(n)), np.zeros(K * n)])
+        upper = np.concatenate([np.ones(self.ns), np.full(self.ns, float(n)), np.ones(self.nlow), np.zeros(K * nw)])
         for k, (th, a, bb, rhs) in enumerate(cuts):
             coef = sum(sign[t] * th[t] * self.maps[t] for t in range(4)).tocsr()
-            cols = (np.arange(n)[:, None] * L + np.arange(a, bb)[None, :]).ravel()
-            rows = np.repeat(np.arange(n), bb - a)
-            pick = sparse.csr_matrix((np.ones(cols.size), (rows, cols)), shape=(n, self.W))
-            y = sparse.csr_matrix((-np.ones(n), (np.arange(n), self.nv + k * n + np.arange(n))), shape=(n, nt))
-            blocks.append(sparse.hstack([pick @ coef, sparse.csr_matrix((n, K * n))]).tocsr() + y)
+            cols = (np.arange(nw)[:, None] * L + np.arange(a, bb)[None, :]).ravel()
+            rows = np.repeat(np.arange(nw), bb - a)
+            pick = sparse.csr_matrix((np.ones(cols.size), (rows, cols)), shape=(nw, self.W))
+            y = sparse.csr_matrix((-np.ones(nw), (np.arange(nw), self.nv + k * nw + np.arange(nw))), shape=(nw, nt))
+            blocks.append(sparse.hstack([pick @ coef, sparse.csr_matrix((nw, K * nw))]).tocsr() + y)
             row = np.zeros((1, nt))
-            row[0, self.nv + k * n: self.nv + (k + 1) * n] = 1.0
+            row[0, self.nv + k * nw: self.nv + (k + 1) * nw] = 1.0
             blocks.append(sparse.csr_matrix(row))
-            b += [np.zeros(n), [rhs]]
-            upper[self.nv + k * n: self.nv + (k + 1) * n] = max(rhs, 0.0)
+            b += [np.zeros(nw), [rhs]]
+            upper[self.nv + k * nw: self.nv + (k + 1) * nw] = max(rhs, 0.0)
         A = sparse.vstack(blocks).tocsr()
         b = np.concatenate(b)
-        Aeq = sparse.hstack([self.A_eq, sparse.csr_matrix((self.nm, K * n))]).tocsr()
+        Aeq = sparse.hstack([self.A_eq, sparse.csr_matrix((self.nm, K * nw))]).tocsr()
         res = optimize.linprog(-obj, A_ub=A, b_ub=b, A_eq=Aeq, b_eq=self.pmf, bounds=(0, None), method="highs-ipm")
+        if res.status != 0:  # the interior point's rare "solve error": the dual simplex, capped (a count, not a time)
+            res = optimize.linprog(-obj, A_ub=A, b_ub=b, A_eq=Aeq, b_eq=self.pmf, bounds=(0, None), method="highs-ds",
+                                   options={"maxiter": _SIMPLEX_ITERATIONS})
         if res.status != 0:
             return 1.0, None, np.zeros(K, dtype=bool)
         lam = np.maximum(-np.asarray(res.ineqlin.marginals), 0.0)
         nu = -np.asarray(res.eqlin.marginals)
-        # weak duality on the box the constraints imply (P <= 1, Q <= n P <= n, y <= its cut's right-hand side)
+        # weak duality on the box the constraints imply (P <= 1, Q <= n P <= n, the states below j_from <= 1,
+        # y <= its cut's right-hand side)
         reduced = obj - A.T @ lam - Aeq.T @ nu
         certified = float(lam @ b + nu @ self.pmf + upper @ np.maximum(reduced, 0.0)) + self.eta
         # the law of M's kept entries are within ``trimmed`` (in sum) of the true ones: nu . pmf moves by at most this
         certified += float(np.max(np.abs(nu), initial=0.0)) * self.trimmed
-        budget = self.A_fixed.shape[0] + np.arange(K) * (n + 1) + n  # each cut's row sum_j' y_j' <= rhs
+        budget = self.A_fixed.shape[0] + np.arange(K) * (nw + 1) + nw  # each cut's row sum_j' y_j' <= rhs
         return min(1.0, certified), np.maximum(res.x[: self.nv], 0.0), lam[budget] > 0.0
 
     def tail(self, c: int, target: float | None = None) -> float:
         """A certified bound on Pr[N >= c]; with ``target``, the rounds stop once it is below the target, or above it
         while a round gains less than _STALLED of the bound (a wrong "above" only makes a count larger)."""
         c = int(c)
-        if c <= 0:
+        if c <= self.j0:  # the states below j_from are one sum per m: the LP cannot split them at c
             return 1.0
         if c > self.n:
             return 0.0
@@ -262,7 +287,8 @@ def designated_run_counts(profile: PrivacyProfile, dists: Distributions, targets
     """Theorem 5's count for each target tail probability, searched below ``hint`` (the other theorems' counts): the
     smallest c found with a certified tail(c + 1) <= target (galloping down from the hint, then bisecting), or the
     hint itself where tail(hint) is not certified below the target."""
-    run = DesignatedRun(profile, dists)
+    hints = np.atleast_1d(hint).astype(int)
+    run = DesignatedRun(profile, dists, j_from=max(int(hints.min()) - _BELOW_HINT, 0))
     out = []
     for t, h in zip(np.atleast_1d(np.asarray(targets, dtype=float)), np.atleast_1d(hint)):
         h = int(h)
