@@ -25,10 +25,10 @@ box's ``designated: true`` add it.
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize, sparse
+from scipy import sparse
 
 from stages._bisect import smallest_true
-from . import tails
+from . import _solve, tails
 from .prior_run import Conjugate
 from .profiles import PrivacyProfile
 from .whole_prior import Distributions
@@ -88,8 +88,7 @@ class DesignatedRun:
         # the law of M: the Poisson-binomial of the likeliest values' probabilities (its mass left out by the
         # convolution's own trimming, ``trimmed``, joins eta below)
         law = tails.distribution_grouped(np.array([sh.p for sh in shapes]), counts)
-        pmf = np.zeros(n + 1)
-        pmf[law.offset: law.offset + law.pmf.size] = np.maximum(law.pmf, 0.0)
+        pmf = law.dense()
         keep = np.flatnonzero(pmf > _TRUNCATE)
         self.m_lo, self.m_hi = int(keep[0]), int(keep[-1])
         inside = np.zeros(n + 1, dtype=bool)
@@ -215,10 +214,9 @@ class DesignatedRun:
         A = sparse.vstack(blocks).tocsr()
         b = np.concatenate(b)
         Aeq = sparse.hstack([self.A_eq, sparse.csr_matrix((self.nm, K * nw))]).tocsr()
-        res = optimize.linprog(-obj, A_ub=A, b_ub=b, A_eq=Aeq, b_eq=self.pmf, bounds=(0, None), method="highs-ipm")
-        if res.status != 0:  # the interior point's rare "solve error": the dual simplex, capped (a count, not a time)
-            res = optimize.linprog(-obj, A_ub=A, b_ub=b, A_eq=Aeq, b_eq=self.pmf, bounds=(0, None), method="highs-ds",
-                                   options={"maxiter": _SIMPLEX_ITERATIONS})
+        # the interior point's rare "solve error": the dual simplex, capped (a count, not a time)
+        res = _solve.linprog([("highs-ipm", {}), ("highs-ds", {"maxiter": _SIMPLEX_ITERATIONS})], -obj, A_ub=A,
+                             b_ub=b, A_eq=Aeq, b_eq=self.pmf, bounds=(0, None))
         if res.status != 0:
             return 1.0, None, np.zeros(K, dtype=bool)
         lam = np.maximum(-np.asarray(res.ineqlin.marginals), 0.0)

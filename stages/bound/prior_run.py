@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, sparse, special
 
-from . import envelope, tails
+from . import _solve, envelope, tails
 from .profiles import ApproxDP, PrivacyProfile
 from .whole_prior import _EPS_LINES_MAX, Distributions, _profile_lines
 
@@ -361,12 +361,10 @@ class PriorRun:
         obj[c:P] = 1.0
         upper = np.ones(nv)
         upper[w0:] = np.concatenate([np.repeat(np.maximum(psi, 0.0), n) for psi in psis])
-        res = optimize.linprog(-obj, A_ub=A, b_ub=b, A_eq=Aeq, b_eq=beq, bounds=(0, None), method="highs",
-                               options={"maxiter": _SIMPLEX_ITERATIONS})
-        if res.status != 0:  # the simplex ends "unknown" on a few badly scaled cut sets, or runs past its iterations:
-            # the interior point solves most of them (where it fails too, the round's bound is 1: valid, and the
-            # decision ends above its target)
-            res = optimize.linprog(-obj, A_ub=A, b_ub=b, A_eq=Aeq, b_eq=beq, bounds=(0, None), method="highs-ipm")
+        # the simplex ends "unknown" on a few badly scaled cut sets, or runs past its iterations: the interior point
+        # solves most of them (where it fails too, the round's bound is 1: valid, and the decision ends above its target)
+        res = _solve.linprog([("highs", {"maxiter": _SIMPLEX_ITERATIONS}), ("highs-ipm", {})], -obj, A_ub=A, b_ub=b,
+                             A_eq=Aeq, b_eq=beq, bounds=(0, None))
         zero = [np.zeros(k) for k in K]
         if res.status != 0:
             return 1.0, None, None, zero
@@ -466,14 +464,8 @@ def _prior_tail(p: np.ndarray, counts: np.ndarray) -> np.ndarray:
 def _law(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, float]:
     """(Pr[N = j] for j = 0 .. n, the convolution's ``trimmed`` bound) for independent successes of probability q[k]
     on counts[k] targets (n = the total of ``counts``; none left: N = 0)."""
-    n = int(counts.sum())
-    out = np.zeros(n + 1)
-    if not np.any(counts > 0):
-        out[0] = 1.0
-        return out, 0.0
     d = tails.distribution_grouped(q[counts > 0], counts[counts > 0])
-    out[d.offset: d.offset + d.pmf.size] = np.maximum(d.pmf, 0.0)
-    return out, float(d.trimmed)
+    return d.dense(), float(d.trimmed)
 
 
 def _attack_laws(p: np.ndarray, counts: np.ndarray, groups: list) -> tuple[np.ndarray, np.ndarray]:

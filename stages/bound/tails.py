@@ -63,6 +63,13 @@ class PoissonBinomial:
     n: int
     trimmed: float = 0.0
 
+    def dense(self) -> np.ndarray:
+        """``pmf`` over every count 0 .. n (zeros outside the kept window; the FFT's round-off below 0 set to 0, which
+        ``trimmed`` bounds)."""
+        out = np.zeros(self.n + 1)
+        out[self.offset: self.offset + len(self.pmf)] = np.maximum(self.pmf, 0.0)
+        return out
+
     def tail(self) -> "Tail":
         """u -> Pr[S >= u] for every integer u, as a valid upper bound (see ``Tail``)."""
         rev = np.minimum(1.0, np.cumsum(self.pmf[::-1])[::-1] + self.trimmed)  # Pr[S >= offset + k] + trimmed
@@ -305,10 +312,7 @@ def distribution_grouped(values: np.ndarray, counts: np.ndarray) -> PoissonBinom
 
 def poisson_binomial_pmf(beta) -> np.ndarray:
     """``pmf[k] = Pr[S = k]`` for ``k = 0..n``, ``S = sum_i Bern(beta_i)``."""
-    d = distribution(beta)
-    out = np.zeros(d.n + 1)
-    out[d.offset : d.offset + len(d.pmf)] = d.pmf
-    return out
+    return distribution(beta).dense()
 
 
 def poisson_binomial_sf_all(beta) -> np.ndarray:

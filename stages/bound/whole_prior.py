@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize, special
 
-from . import _validate, envelope
+from . import _solve, _validate, envelope
 from .profiles import PrivacyProfile
 
 __all__ = ["PriorShape", "prior_shape", "Distributions", "ExcessCurve", "excess_curve", "whole_prior_success",
@@ -389,9 +389,8 @@ class ExcessCurve:
             b = np.concatenate([np.full(G, float(self.set_size)), self._all_c[lines]])
             # presolve costs more than it saves on an LP this small (a third of the time at 10 groups); with or
             # without it the value used is the certified dual bound below
-            res = optimize.linprog(c, A_ub=A, b_ub=b, bounds=(0.0, 1.0), method="highs", options={"presolve": False})
-            if res.status != 0:  # pragma: no cover - numerical trouble without presolve: solve again with it
-                res = optimize.linprog(c, A_ub=A, b_ub=b, bounds=(0.0, 1.0), method="highs")
+            # (numerical trouble without presolve: solve again with it)
+            res = _solve.linprog([("highs", {"presolve": False}), ("highs", {})], c, A_ub=A, b_ub=b, bounds=(0.0, 1.0))
             if res.status != 0:  # pragma: no cover - the LP is always feasible (x = 0) and bounded
                 raise RuntimeError(f"the whole-prior LP failed: {res.message}")
             lam = np.maximum(0.0, -np.asarray(res.ineqlin.marginals))
