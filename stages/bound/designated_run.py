@@ -56,8 +56,9 @@ _STALLED = 0.01
 #: The dual simplex, where HiGHS's interior point ends in a solve error, stops after this many iterations.
 _SIMPLEX_ITERATIONS = 200_000
 #: ``designated_run_counts`` keeps the states with N at least this far below the smallest hint, and one sum per m
-#: for those below (``DesignatedRun``'s ``j_from``): the LP is ~half the size, the counts those of the full LP on the
-#: benchmark, and any ``j_from`` gives a certified bound (THEORY.md section 10, "States below j_from").
+#: for those below (``DesignatedRun``'s ``j_from``): the LP is ~half the size, the quickstart prior's counts within one
+#: of the full LP's (either side: the decisions' stall rule), and any ``j_from`` gives a certified bound (THEORY.md
+#: section 10, "States below j_from").
 _BELOW_HINT = 20
 
 
