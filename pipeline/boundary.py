@@ -15,7 +15,7 @@ import numpy as np
 __all__ = [
     "HOOKS",
     "box_name", "box_params", "data_files", "reads_data_files", "stage_key_defaults",
-    "use_cache", "domain_size", "per_trial", "law_key",
+    "use_cache", "domain_size", "per_trial", "law_key", "law_probabilities",
     "for_prior", "release_stage", "cache_release", "release_codec", "trials_side_by_side", "release_info",
     "privacy", "own_delta", "profile_params",
     "attack_label", "guesses_per_target", "variants", "prepares", "observed",
@@ -83,6 +83,12 @@ def per_trial(prior: Any) -> bool:
 def law_key(law: Any) -> Any:
     """law.key(): what identifies a trial's law in an attack's prepare stage key; default None."""
     return law.key() if hasattr(law, "key") else None
+
+
+def law_probabilities(law: Any) -> Any:
+    """law.probabilities: each target's whole prior, an (n, candidates) array (rows summing to 1), as the whole-prior
+    theorems and the worst case's floor read it; default None (the law gives p_i = max pi_i only)."""
+    return getattr(law, "probabilities", None)
 
 
 # --- mechanism -------------------------------------------------------------------------------------------
@@ -224,6 +230,7 @@ HOOKS: dict[str, tuple[str, Any]] = {
     "domain_size": ("prior", None),
     "per_trial": ("prior", False),
     "law_key": ("law", None),
+    "law_probabilities": ("law", None),
     "for_prior": ("mechanism", "the mechanism itself"),
     "release_stage": ("mechanism", None),
     "cache_release": ("mechanism", False),

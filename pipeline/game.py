@@ -41,7 +41,8 @@ from stages._progress import Progress  # the one progress display
 from pipeline.record import AttackPlay, PlayedGame
 from pipeline.io import confidence_key, plain
 from stages.bound import _validate
-from stages.bound.box import PlayedTrials, TrialLaws, group_prior_success
+from stages.bound.box import PlayedTrials, TrialLaws, distributions_of, group_prior_success
+from stages.bound import floor
 from stages.mechanism import DEFAULT_DELTA
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "PlayedGame",
     "bind_mechanism",
     "bound_of",
+    "floor_of",
     "game_stage",
     "game_metrics",
     "release_key",
@@ -512,6 +514,35 @@ def bound_of(boxes: Boxes, summary: PlayedTrials, confidences: np.ndarray, laws:
     return {"bound": bound, "per_trial": per_trial, "theorem": theorem}
 
 
+def floor_of(boxes: Boxes, confidences: np.ndarray, theorem: Mapping | None, laws: list | None = None) -> dict:
+    """The other end of the bracket (stages.bound.floor, THEORY.md section 11): {"counts": {confidence: count (one per
+    trial for per-trial laws, as the bound; one for the mixture of the trials where the bound is over it)}, "mechanism",
+    "meaning"}, the counts that a real mechanism with the game's privacy profile lets a real attack reach, so that no
+    valid bound is below them; or {"counts": None, "reason"} where it is not built (success that is not one exact
+    guess, as the bound box's theorem record says, a law without each target's prior, a profile without an exact
+    trade-off curve)."""
+    if theorem is None or theorem.get("set_valued") is not False:
+        return {"counts": None, "reason": "the floor is built for one exact guess per target; this game's success is "
+                                          "set-valued (or its bound box does not say)"}
+    profile = boxes.mechanism.profile
+    reason = floor.unsupported(profile)
+    if reason is not None:
+        return {"counts": None, "reason": reason}
+    dists = [distributions_of(boundary.law_probabilities(law)) for law in (laws if laws is not None else [boxes.prior])]
+    if any(d is None for d in dists):
+        return {"counts": None, "reason": "the prior gives no per-target distribution (its probability matrix)"}
+    if laws is not None and boundary.mixes_trials(boxes.bound):  # the bound is over the mixture of the trials: so is this
+        counts, per_trial = [floor.floor_mixture_counts(profile, dists, confidences)], False
+    else:
+        counts, per_trial = [floor.floor_counts(profile, d, confidences) for d in dists], laws is not None
+    by = {confidence_key(c): ([int(one[i]) for one in counts] if per_trial else int(counts[0][i]))
+          for i, c in enumerate(confidences)}
+    return {"counts": by, "mechanism": floor.FLOOR_MECHANISM,
+            "meaning": "on a real mechanism with this privacy profile a real attack gets more than count - 1 targets "
+                       "right with probability above 1 - c, so no bound valid at confidence c is below the count: the "
+                       "worst case lies between these counts and the bound"}
+
+
 def _winning_name(theorem: Mapping, by_confidence: Mapping) -> str:
     """The record's theorem name: the box's own, or, where the box takes the minimum over several theorems,
     the one that gave every count, else 'min of A (at 0.05, 0.5), B (at 0.95)'."""
@@ -604,6 +635,7 @@ def game_metrics(boxes: Boxes, played: PlayedGame, confidences: np.ndarray, *, t
         attacks[attack.label] = _attack_metrics(attack, bound, confidences)
     main = attacks[labels[0]]
     theorem = main["bound_theorem"]
+    worst_case_floor = floor_of(boxes, confidences, theorem, laws) if privacy["private"] else None
     if theorem is not None:
         log.info("bound theorem: %s (set-valued success: %s; %s)", theorem["theorem"], theorem["set_valued"],
                  theorem["reason"])
@@ -637,6 +669,9 @@ def game_metrics(boxes: Boxes, played: PlayedGame, confidences: np.ndarray, *, t
         # The theorem that produced the bound's numbers and why ({"theorem", "set_valued", "reason", "version", ...}).
         "bound_theorem": theorem,
         **({"bound_per_trial": main["bound_per_trial"]} if "bound_per_trial" in main else {}),
+        # The other end of the bracket: counts a real mechanism with the same profile lets a real attack reach
+        # ({"counts", "mechanism", "meaning"}, or {"counts": None, "reason"}); None for a non-private run.
+        "worst_case_floor": worst_case_floor,
         # confidence -> how often the attack exceeded the bound there (at most 1 - confidence in
         # expectation), against each trial's own bound where the bound is conditional on the release.
         "exceed": main["exceed"],

@@ -22,6 +22,11 @@ def bound_column(confidence: float) -> str:
     return f"bound_{float(confidence):g}"
 
 
+def floor_column(confidence: float) -> str:
+    """'floor_0.95': the CSV column of the worst case's lower end at a confidence (a real mechanism's count)."""
+    return f"floor_{float(confidence):g}"
+
+
 def exceed_column(confidence: float) -> str:
     """'exceed_0.95': the CSV column of the fraction of trials in which the attack exceeded bound_<c>."""
     return f"exceed_{float(confidence):g}"
@@ -34,8 +39,8 @@ def confidence_key(confidence: float) -> str:
 
 
 def confidence_of_column(column: str) -> float | None:
-    """0.95 for 'bound_0.95' or 'exceed_0.95'; None for any other column (bound_theorem, ...)."""
-    for prefix in ("bound_", "exceed_"):
+    """0.95 for 'bound_0.95', 'exceed_0.95' or 'floor_0.95'; None for any other column (bound_theorem, ...)."""
+    for prefix in ("bound_", "exceed_", "floor_"):
         if column.startswith(prefix):
             try:
                 return float(column[len(prefix):])

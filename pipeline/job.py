@@ -79,6 +79,9 @@ def run_game(cfg: DictConfig, output_dir: str | os.PathLike, cache: StageCache |
 
             logger.log_table(metrics["experiment"]["name"], table_columns(metrics["table"]), metrics["table"])
     bound_text = f"bound {bound_label(metrics)} {metrics['bound']}" if metrics["bound"] is not None else "no bound"
+    floor_counts = (metrics.get("worst_case_floor") or {}).get("counts")
+    if floor_counts is not None:  # the bracket's other end (THEORY.md section 11)
+        bound_text += f", floor (a real mechanism's counts) {floor_counts}"
     log.info("attack %.2f, %s %.2f, %s (of %d targets, %d trials, %s)%s",
              metrics["attack_success_mean"], baseline_label(metrics), metrics["prior_success_mean"],
              bound_text, metrics["n_targets"], metrics["trials"], privacy_label(metrics),

@@ -68,7 +68,8 @@ def main() -> int:
     start = time.perf_counter()
     print(f"Quickstart: idealized Gaussian mechanism, 100 canaries x 10 candidates, Bayes-optimal attack, exact match,\n"
           f"one-run bound; {TRIALS} trials per game. Columns: mean targets attacked by the attack and by the\n"
-          f"prior-only guess z*, and the bound v at each confidence c: with probability >= c at most v are attacked.\n")
+          f"prior-only guess z*, the bound v at each confidence c: with probability >= c at most v are attacked, and\n"
+          f"the floor: a real mechanism with the same guarantee lets an attack reach it, so the truth lies in [floor, v].\n")
     from pipeline.io import command
 
     return command(lambda: _print(*run(), start), (ConfigError,), 2,
@@ -80,7 +81,8 @@ def _print(rows, root, start: float) -> int:
         row["attack"] = row.pop("attack_success_mean")
         row["prior baseline"] = row.pop("prior_success_mean")
     bounds = [k for k in rows[0] if k.startswith("bound_") and confidence_of_column(k) is not None]
-    print(format_table(rows, ["prior", "epsilon", "attack", "prior baseline", *bounds, "bound_theorem"]))
+    floors = [k for k in rows[0] if k.startswith("floor_") and confidence_of_column(k) is not None]
+    print(format_table(rows, ["prior", "epsilon", "attack", "prior baseline", *bounds, *floors, "bound_theorem"]))
     print(f"\n{len(rows)} games in {time.perf_counter() - start:.1f}s; job folders, report.csv and figures/report.png in {root}")
     print("Next: `python -m pipeline --help`, or one game: `python -m pipeline prior=zipf mechanism.epsilon=2`.")
     return 0

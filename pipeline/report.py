@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.io import bound_column, confidence_key, confidence_of_column, exceed_column, save_figure_atomic
+from pipeline.io import (bound_column, confidence_key, confidence_of_column, exceed_column, floor_column,
+                         save_figure_atomic)
 
 __all__ = ["collect", "write_csv", "plot", "report_figure", "main", "missing_jobs", "MISSING_JOBS", "UNREADABLE",
            "ReportError", "read_metrics", "config_columns", "swept_columns", "variant_labels", "mixed_jobs",
@@ -41,7 +42,7 @@ MISSING_JOBS = 1
 #: Exit status when the folder or a file in it cannot be reported (ReportError: one sentence).
 UNREADABLE = 2
 
-#: The columns a row computes from the job's metrics.json (_job_row), besides the bound_<c> / exceed_<c> columns
+#: The columns a row computes from the job's metrics.json (_job_row), besides the bound_<c> / exceed_<c> / floor_<c> columns
 #: and each attack variant's <label>_success_mean / <label>_exceed_<c>. Every other column is a key of the job's
 #: overrides (the boxes' options prior, mechanism, attack, metric, bound and trials included): the configuration.
 RESULT_COLUMNS = frozenset({
@@ -165,6 +166,12 @@ def _row(metrics_path: Path, root: Path, metrics: dict[str, Any]) -> dict[str, A
     row["bound_summary"] = ("mean of one count per trial" if per_trial else "one count") if private else "no bound (not private)"
     for confidence in confidences:
         row[exceed_column(confidence)] = exceed.get(confidence_key(confidence)) if private else None
+    # The worst case's lower end (a real mechanism's count, THEORY.md section 11; a mean over trials for a per-trial
+    # law), empty where it is not built (metrics.json worst_case_floor.reason says why) or the run is not private.
+    floor = (metrics.get("worst_case_floor") or {}).get("counts") or {}
+    for confidence in confidences:
+        value = floor.get(confidence_key(confidence))
+        row[floor_column(confidence)] = (float(np.mean(value)) if isinstance(value, list) else value) if private else None
     # Every variant the game scored on the same releases (metrics.json "attacks"): its success and exceedance.
     attacks = metrics.get("attacks") or {}
     row["attack_label"] = metrics.get("attack_label", "")

@@ -21,7 +21,8 @@ pipeline/boundary.py (one function per hook, HOOKS lists them), never off a box 
   ``STAGE_KEY_DEFAULTS`` (settings left out of stage keys at these values; default None).
 - prior: ``use_cache(get_or_compute)`` (an expensive fit or scoring as a stage; default nothing),
   ``per_trial = True`` when ``for_trial`` depends on X (default False), ``domain_size`` (default None).
-  A TrialLaw: ``key()`` (what identifies it in an attack's prepare stage; default None).
+  A TrialLaw: ``key()`` (what identifies it in an attack's prepare stage; default None), ``probabilities`` (each
+  target's whole prior, (n, candidates); default None: the bounds and the floor then see p_i = max pi_i only).
 - mechanism: ``for_prior(prior)`` (a copy bound to what the prior's records look like, e.g. the table's
   domain and known columns; default itself), ``release_stage(config, X, seed, trial)`` (its own cache key;
   default its params, the records' hash, seed and trial), ``cache_release`` (default False),

@@ -10,7 +10,7 @@ Any accountant's guarantee becomes a profile (``accountants``): ``from_dp_event`
 ``DpEvent``), ``from_delta`` (a delta(eps) function or a table of (eps, delta) pairs), ``from_opacus``
 (an opacus accountant's history).
 
-The submodules (``profiles``, ``accountants``, ``tails``, ``theorems``, ``prior_work``, ``best``) hold the same
+The submodules (``profiles``, ``accountants``, ``tails``, ``theorems``, ``prior_work``, ``best``, ``floor``) hold the same
 objects; the bound boxes of the pipeline (``one_run``, ``pure_dp``, ``expected``, ``comparator``, and
 their shared ``box``) are not re-exported, they are imported by path.
 """
@@ -18,6 +18,7 @@ from ._validate import ArgumentError
 from .accountants import *  # noqa: F403 (any accountant as a profile: accountants.__all__)
 from .accountants import __all__ as _accountant_names
 from .best import SOURCES, BestBound, best_bound
+from .floor import FLOOR_MECHANISM, floor_counts, floor_success
 from .prior_work import *  # noqa: F403 (the prior-work bounds: prior_work.__all__)
 from .prior_work import __all__ as _prior_work_names
 from .profiles import (
@@ -86,6 +87,10 @@ __all__ = [
     # the best of them
     "best_bound",
     "BestBound",
+    # the bracket's lower end: a real mechanism's counts (floor)
+    "FLOOR_MECHANISM",
+    "floor_counts",
+    "floor_success",
     "SOURCES",
     # prior work
     *_prior_work_names,

@@ -21,7 +21,8 @@ from stages.bound import _validate
 from stages.bound.theorems import Priors
 
 __all__ = ["PlayedTrials", "TrialLaws", "played_trials", "group_prior_success", "guesses_per_trial", "guesses_per_target", "as_confidences",
-           "count_dict", "set_valued_success", "success_set_size", "prior_collision", "prior_distributions", "bound_theorem"]
+           "count_dict", "set_valued_success", "success_set_size", "prior_collision", "prior_distributions", "distributions_of",
+           "bound_theorem"]
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,12 @@ def prior_distributions(prior):
     if isinstance(prior, TrialLaws):
         out = [prior_distributions(law) for law in prior.laws]
         return None if any(d is None for d in out) else out
-    probabilities = getattr(prior, "probabilities", None)
+    return distributions_of(getattr(prior, "probabilities", None))
+
+
+def distributions_of(probabilities):
+    """A prior's probability matrix (n, domain) as Distributions, each row normalised; None for none (or not a
+    non-empty 2-d matrix)."""
     if probabilities is None:
         return None
     arr = np.asarray(probabilities, dtype=float)

@@ -36,6 +36,7 @@ def _calls(bare):
         "domain_size": (boundary.domain_size(bare), None),
         "per_trial": (boundary.per_trial(bare), False),
         "law_key": (boundary.law_key(bare), None),
+        "law_probabilities": (boundary.law_probabilities(bare), None),
         "for_prior": (boundary.for_prior(bare, object()) is bare, True),
         "release_stage": (boundary.release_stage(bare), None),
         "cache_release": (boundary.cache_release(bare), False),

@@ -52,6 +52,7 @@ def test_non_private_dpsgd_run_reports_no_epsilon_and_no_bound(compose_config, t
     assert metrics["privacy"]["private"] is False and "clipping=none" in metrics["privacy"]["reason"]
     assert metrics["privacy"]["epsilon"] is None and metrics["privacy"]["delta"] is None
     assert metrics["bound"] is None and metrics["bound_theorem"] is None and metrics["exceed"] is None
+    assert metrics["worst_case_floor"] is None  # no guarantee, so no mechanism "with the same guarantee" either
     written = json.loads((tmp_path / "job" / "metrics.json").read_text())
     assert written["bound"] is None and written["privacy"]["private"] is False
     text = _plot(metrics, tmp_path, monkeypatch)
@@ -60,6 +61,7 @@ def test_non_private_dpsgd_run_reports_no_epsilon_and_no_bound(compose_config, t
     row = _job_row(tmp_path / "job" / "metrics.json", tmp_path)
     assert row["private"] is False and row["epsilon"] is None and row["delta"] is None
     assert row["bound_0.95"] is None and row["exceed_0.95"] is None and row["bound_theorem"] == "none (not private)"
+    assert row["floor_0.95"] is None
     fig = report_figure([row])
     try:
         assert "not private" in _figure_text(fig)

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import stages.bound as bound
-from stages.bound import accountants, best, prior_work, profiles, tails, theorems
+from stages.bound import accountants, best, floor, prior_work, profiles, tails, theorems
 
 CONTRACT = {
     profiles: ["PrivacyProfile", "PureDP", "ApproxDP", "GaussianDP", "ComposedGaussian", "DPSGD", "PrivacyLossProfile",
@@ -19,6 +19,7 @@ CONTRACT = {
                "calibrate_noise"],
     prior_work: list(prior_work.__all__),
     best: ["best_bound", "BestBound", "SOURCES"],
+    floor: ["FLOOR_MECHANISM", "floor_counts", "floor_success"],
 }
 
 

@@ -1,0 +1,202 @@
+"""The bracket's lower end (stages/bound/floor.py, THEORY.md section 11): a real mechanism with the profile and a real
+attack on it. Checked here: its mechanisms meet their profiles (exactly, for (eps, delta)-DP; by construction and by
+simulation for mu-GDP), its successes are what those mechanisms give (exact laws, Monte Carlo), it equals the exact
+one-target worst case where that is known (two-valued priors: riskcal, the exact LP), and no theorem's count is ever
+below it (a count below a real mechanism's would be a false bound)."""
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import lp_oracle
+import numpy as np
+import pytest
+
+from stages.bound import tails
+from stages.bound.floor import MAX_CLASSES, floor_counts, floor_mixture_counts, floor_success, floor_successes
+from stages.bound.profiles import ApproxDP, DPSGD, GaussianDP, PureDP
+from stages.bound.theorems import count_bounds, success_bound
+from stages.bound.whole_prior import Distributions
+
+ZIPF10 = lp_oracle.zipf_prior(10, 1.84)
+
+
+# ---- the exact one-target worst case where it is known --------------------------------------------------------------
+@pytest.mark.parametrize("mu", (0.268, 0.5, 1.0, 2.0, 3.0))
+def test_two_valued_priors_close_the_bracket_under_gdp(mu):
+    """On (a, 1 - a) the floor is the exact worst case: riskcal's 1 - Bayes risk to 1e-9, and the whole-prior bound
+    (an upper bound) within 1e-6 of it and never below it."""
+    riskcal = pytest.importorskip("riskcal")
+    from riskcal import analysis  # noqa: F401
+
+    for a in (0.5, 0.55, 0.7, 0.9, 0.99):
+        lo, m = floor_success(GaussianDP(mu), [a, 1 - a])
+        ref = 1.0 - float(riskcal.analysis.get_bayes_risk_from_gdp(mu, a))
+        assert m == (1 if lo > a else 0)
+        assert lo == pytest.approx(ref, abs=1e-9), (mu, a)
+        up = success_bound(GaussianDP(mu), distribution=[a, 1 - a])
+        assert lo <= up + 1e-12 and up - lo < 1e-6, (mu, a, lo, up)
+
+
+@pytest.mark.parametrize("eps, delta", [(0.5, 0.0), (1.0, 0.0), (1.0, 0.01), (2.0, 1e-3), (0.1, 0.05)])
+@pytest.mark.parametrize("prior", [(0.7, 0.3), (0.55, 0.45), (0.9, 0.1), (0.6, 0.25, 0.15), (0.5, 0.2, 0.2, 0.1)])
+def test_never_above_the_exact_worst_case_and_equal_on_two_values(eps, delta, prior):
+    """n = 1 against the LP over every (eps, delta)-DP mechanism: never above it, equal (1e-7) on two values."""
+    exact, _ = lp_oracle.worst_case_success(1, len(prior), prior, 1, [(eps, delta)])
+    lo, _ = floor_success(ApproxDP(eps, delta), prior)
+    assert lo <= exact + 1e-8, (eps, delta, prior, lo, exact)
+    if len(prior) == 2:
+        assert lo == pytest.approx(exact, abs=1e-7)
+
+
+@pytest.mark.parametrize("mu", (0.268, 0.5, 1.0, 2.0))
+@pytest.mark.parametrize("prior", [ZIPF10, lp_oracle.zipf_prior(5, 1.0), (0.6, 0.25, 0.15), (0.4, 0.3, 0.2, 0.1)])
+def test_gdp_between_the_simplex_mechanism_and_the_whole_prior_bound(mu, prior):
+    """k values under mu-GDP: at least the full simplex mechanism of the oracle (an independent implementation, one
+    member of the family), never above the whole-prior bound."""
+    lo, _ = floor_success(GaussianDP(mu), prior)
+    assert lo >= lp_oracle.gaussian_simplex_success(mu, prior) - 1e-9
+    assert lo >= max(prior) - 1e-12
+    assert lo <= success_bound(GaussianDP(mu), distribution=list(prior)) + 1e-12
+
+
+# ---- the mechanisms are real, and give what the floor says ----------------------------------------------------------
+def _rr_component(prior, m, eps, delta):
+    """One target's (eps, delta) class mechanism in Fractions: {value: {output: probability}} and the MAP guess of
+    each output. Its e^-eps is a rational upper bound, so its ratios are at most the oracle's lower bound on e^eps."""
+    order = sorted(range(len(prior)), key=lambda x: -prior[x])
+    cls = {x: (order.index(x) if order.index(x) < m else m) for x in range(len(prior))}
+    value_of = {c: order[c] for c in range(m + 1)}  # a class's guess: its value, or the likeliest of "rest"
+    r = 1 / lp_oracle._exp_lower(eps)  # >= e^-eps
+    d = Fraction(str(delta))  # the decimal, as the oracle reads its constraints
+    right, wrong = 1 / (1 + m * r), r / (1 + m * r)
+    rows = {}
+    for x in range(len(prior)):
+        row = {("rr", c): (1 - d) * (right if c == cls[x] else wrong) for c in range(m + 1)}
+        if d:
+            row[("reveal", cls[x])] = d
+        rows[x] = row
+    w = [Fraction(prior[value_of[c]]) for c in range(m + 1)]
+    guess = {}
+    for kind, c in {o for row in rows.values() for o in row}:
+        if kind == "reveal":
+            guess[(kind, c)] = value_of[c]
+        else:  # posterior of class z's guess: w_z (right if z = c else wrong)
+            guess[(kind, c)] = value_of[max(range(m + 1), key=lambda z: (w[z] * (right if z == c else wrong), -z))]
+    return rows, guess
+
+
+@pytest.mark.parametrize("eps, delta", [(1.0, 0.0), (1.0, 0.01), (2.0, 0.001)])
+@pytest.mark.parametrize("prior", [(0.7, 0.3), (0.6, 0.25, 0.15)])
+def test_the_randomized_response_product_is_dp_and_its_law_is_the_floors(eps, delta, prior):
+    """n = 2: the product of two class mechanisms (the floor's best m for the prior) meets (eps, delta)-DP exactly
+    (every neighbour pair, in Fractions), and Pr[N >= v] of its MAP guesses is the floor's Poisson-binomial tail."""
+    _, m = floor_success(ApproxDP(eps, delta), prior)
+    m = max(m, 1)
+    rows, guess = _rr_component(prior, m, eps, delta)
+    raw, guessed = {}, {}
+    for x in itertools.product(range(len(prior)), repeat=2):
+        raw[x] = {(o1, o2): p1 * p2 for o1, p1 in rows[x[0]].items() for o2, p2 in rows[x[1]].items()}
+        g = {}
+        for (o1, o2), p in raw[x].items():
+            key = (guess[o1], guess[o2])
+            g[key] = g.get(key, Fraction(0)) + p
+        guessed[x] = g
+    assert lp_oracle.check_mechanism(raw, [(eps, delta)])
+    succ, _ = floor_successes(ApproxDP(eps, delta), [prior, prior])
+    law = tails.distribution_grouped(succ, np.array([2])).dense()
+    for v in (1, 2):
+        exact = float(lp_oracle.success_probability(guessed, prior, v))
+        assert exact == pytest.approx(float(law[v:].sum()), abs=1e-9), v
+        assert exact <= lp_oracle.worst_case_success(2, len(prior), prior, v, [(eps, delta)])[0] + 1e-8
+
+
+def test_the_gaussian_simplex_mechanism_by_simulation():
+    """mu-GDP on a ternary prior: the class mechanism with the floor's m, simulated (vertices at distance mu, so
+    mu-GDP; 400,000 draws, seed 0), gives the floor's success within 5 standard errors."""
+    mu, prior = 1.0, np.array([0.6, 0.25, 0.15])
+    lo, m = floor_success(GaussianDP(mu), prior)
+    assert m == 2
+    rng = np.random.default_rng(0)
+    vertices = mu / math.sqrt(2.0) * np.eye(3)  # |e_a - e_b| = sqrt(2): edge mu
+    assert np.allclose([np.linalg.norm(vertices[a] - vertices[b]) for a, b in ((0, 1), (0, 2), (1, 2))], mu)
+    draws = 400_000
+    x = rng.choice(3, size=draws, p=prior)
+    y = vertices[x] + rng.standard_normal((draws, 3))
+    score = np.log(prior)[None, :] - 0.5 * ((y[:, None, :] - vertices[None, :, :]) ** 2).sum(axis=2)
+    hit = float(np.mean(np.argmax(score, axis=1) == x))
+    assert abs(hit - lo) < 5 * math.sqrt(lo * (1 - lo) / draws), (hit, lo)
+
+
+def test_classes_beyond_the_head_merge_into_rest():
+    """Zipf over 10 values: the best m is found among 1 .. 9, and MAX_CLASSES caps the classes on larger domains
+    (a 1,000-value Zipf prior is read through its 16 likeliest values, and still beats the prior-only guess)."""
+    lo, m = floor_success(GaussianDP(2.0), ZIPF10)
+    assert 1 <= m <= 9 and lo > ZIPF10[0] + 0.1
+    big = np.arange(1, 1001, dtype=float) ** -1.1
+    big /= big.sum()
+    lo, m = floor_success(GaussianDP(2.0), big)
+    assert m <= MAX_CLASSES - 1 and lo > big[0]
+
+
+# ---- no theorem below a real mechanism ------------------------------------------------------------------------------
+def _mixed_binary(n, seed=0):
+    p = np.random.default_rng(seed).uniform(0.5, 0.95, n)
+    return [np.array([a, 1 - a]) for a in p]
+
+
+@pytest.mark.parametrize("profile", [GaussianDP(0.268), GaussianDP(1.0), GaussianDP(2.0), ApproxDP(1.0, 1e-5),
+                                     PureDP(2.0)], ids=repr)
+@pytest.mark.parametrize("priors", ["zipf", "binary", "mixed", "uniform10"])
+@pytest.mark.parametrize("n", (10, 100))
+def test_no_count_bound_below_the_floor(profile, priors, n):
+    """count_bound's minimum over every theorem (Theorem 4 among them) is never below the floor at 0.05 / 0.5 / 0.95,
+    and the floor is never below the prior-only attack's count."""
+    dists = {"zipf": [ZIPF10] * n, "binary": [np.array([0.7, 0.3])] * n, "mixed": _mixed_binary(n),
+             "uniform10": [np.full(10, 0.1)] * n}[priors]
+    levels = [0.05, 0.5, 0.95]
+    low = floor_counts(profile, dists, levels)
+    up, _ = count_bounds(profile, None, levels, distributions=dists)
+    assert all(a <= b for a, b in zip(low, up)), (low, list(up))
+    p = np.array([max(d) for d in dists])
+    prior_only = tails.distribution_grouped(p, np.ones(n, dtype=np.int64)).dense()
+    tail = np.append(np.cumsum(prior_only[::-1])[::-1], 0.0)
+    for c, lo in zip(levels, low):
+        assert lo >= int(np.flatnonzero(tail[1:] <= 1 - c + 1e-9)[0]), (c, lo)
+
+
+def test_quickstart_zipf_bracket_at_eps_1():
+    """The quickstart's Zipf prior at eps = 1 (mu = 0.268, n = 100): the floor is 52 / 60 / 68 at 0.05 / 0.5 / 0.95
+    (the one-target worst case gains 1e-8 over the prior there: the prior-only attack's Binomial(100, 0.6023))."""
+    assert floor_counts(GaussianDP(0.26805), [ZIPF10] * 100, [0.05, 0.5, 0.95]) == [52, 60, 68]
+
+
+# ---- bad input ------------------------------------------------------------------------------------------------------
+def test_refuses_what_it_cannot_build():
+    with pytest.raises(ValueError, match=r"floor: the profile .* built for GaussianDP\(mu\), ApproxDP"):
+        floor_counts(DPSGD(noise_multiplier=1.0, sample_rate=0.01, steps=100), [ZIPF10], [0.95])
+    with pytest.raises(ValueError, match="confidences must lie strictly between 0 and 1"):
+        floor_counts(GaussianDP(1.0), [ZIPF10], [1.0])
+    coarse = Distributions.of([np.array([0.7, 0.3]), np.array([0.6, 0.4])] * 20).coarsened(1)
+    with pytest.raises(ValueError, match="is not a prior"):
+        floor_counts(GaussianDP(1.0), coarse, [0.95])
+
+
+def test_the_mixture_of_trials_reads_the_mean_law():
+    """floor_mixture_counts: the quantile of the mean of the trials' laws (between the trials' own floors; equal to
+    them when the trials share a prior), refused for trials of different sizes."""
+    a, b = [np.array([0.9, 0.1])] * 50, [np.array([0.6, 0.4])] * 50
+    mu = GaussianDP(1.0)
+    levels = [0.05, 0.5, 0.95]
+    mixed = floor_mixture_counts(mu, [a, b], levels)
+    lo, hi = floor_counts(mu, b, levels), floor_counts(mu, a, levels)
+    assert all(x <= m <= y for x, m, y in zip(lo, mixed, hi))
+    sa, sb = floor_success(mu, a[0])[0], floor_success(mu, b[0])[0]
+    mean = 0.5 * (tails.distribution_grouped(np.array([sa]), np.array([50])).dense()
+                  + tails.distribution_grouped(np.array([sb]), np.array([50])).dense())
+    tail = np.append(np.cumsum(mean[::-1])[::-1], 0.0)
+    assert mixed == [int(np.flatnonzero(tail[1:] <= 1 - c)[0]) for c in levels]
+    assert floor_mixture_counts(mu, [a, a], levels) == floor_counts(mu, a, levels)
+    with pytest.raises(ValueError, match="same number of targets"):
+        floor_mixture_counts(mu, [a, a[:10]], levels)
