@@ -438,7 +438,8 @@ _NOT_PRIVATE = "not private: no epsilon, no bound"
 
 def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
     """Successes vs epsilon: attack, its variants, prior baseline and the bound at each confidence, a panel per
-    combination of the swept config keys.
+    combination of the swept config keys; shaded, the bracket at the highest confidence, from the floor (a real
+    mechanism's count, report column floor_<c>) up to the bound, where the jobs have a floor.
 
     The panels (one per combination of the swept configuration keys other than epsilon: `swept_columns`,
     never a result column) wrap into a grid of at most MAX_COLUMNS a row, each PANEL_SIZE inches; one legend
@@ -482,7 +483,12 @@ def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
     legend_cols = 3 if width * n_cols >= 12 else 2 if width * n_cols >= 8 else 1
     legend_title = _wrap(f"bound lines: {one_theorem}" if one_theorem else
                          "bound lines: the theorem of each panel is in its title", int(width * n_cols * 14))
-    entries = 2 + len(variants) + len(bound_columns) + int(any_public)
+    # the bracket at the highest confidence: from the floor (a real mechanism's count) up to the bound, where both exist
+    top = bound_columns[-1] if bound_columns else None
+    floor_top = floor_column(confidence_of_column(top)) if top else None
+    band_label = f"worst case @ {confidence_of_column(top):g} lies here (floor to bound)" if top else None
+    any_floor = bool(top) and any(not math.isnan(_number(r.get(floor_top))) for r in rows if _is_private(r))
+    entries = 2 + len(variants) + len(bound_columns) + int(any_public) + int(any_floor)
     legend_in = 0.3 + 0.17 * (math.ceil(entries / legend_cols) + legend_title.count("\n") + 1)
     footer_in = 0.15 + 0.13 * (footer.count("\n") + 1)
     fig_h = n_rows * height + header_in + legend_in + footer_in
@@ -535,6 +541,12 @@ def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
                 line = ax.plot(eps, [_number(r.get(column)) for r in private], linestyle=style, marker=marker,
                                color="k", markersize=5, label=f"bound @ {c}")[0]
                 handles.setdefault(line.get_label(), line)
+            lows = np.array([_number(r.get(floor_top)) for r in private]) if any_floor else np.array([])
+            if lows.size and not np.all(np.isnan(lows)):
+                highs = np.array([_number(r.get(top)) for r in private])
+                patch = ax.fill_between(eps, lows, highs, where=~(np.isnan(lows) | np.isnan(highs)), color="0.6",
+                                        alpha=0.25, linewidth=0, zorder=0, label=band_label)
+                handles.setdefault(band_label, patch)
         if public:
             span = ax.axvspan(*band, color="0.88", zorder=0, label=_NOT_PRIVATE)
             handles.setdefault(_NOT_PRIVATE, span)
@@ -557,8 +569,9 @@ def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
     for ax in flat[len(series):]:
         ax.set_visible(False)
     fig.text(0.5, 1 - 0.1 / fig_h, header, fontsize=8, ha="center", va="top")
-    # the legend in the order of the lines: attack, variants, prior baseline, bounds, the not-private band
-    order = [name for name, *_ in lines_of] + [f"bound @ {confidence_of_column(c):g}" for c in bound_columns] + [_NOT_PRIVATE]
+    # the legend in the order of the lines: attack, variants, prior baseline, bounds, the bracket, the not-private band
+    order = ([name for name, *_ in lines_of] + [f"bound @ {confidence_of_column(c):g}" for c in bound_columns]
+             + [band_label, _NOT_PRIVATE])
     handles = {name: handles[name] for name in sorted(handles, key=lambda n: order.index(n) if n in order else len(order))}
     fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=legend_cols, fontsize=7,
                frameon=False, bbox_to_anchor=(0.5, footer_in / fig_h), title=legend_title, title_fontsize=7)

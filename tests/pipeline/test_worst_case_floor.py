@@ -71,3 +71,28 @@ def test_per_trial_laws_get_a_floor_per_trial_or_one_for_the_mixture(compose_con
         assert per == fixed
     else:
         assert per == {c: [v] * 3 for c, v in fixed.items()}
+
+
+def test_the_report_figure_shades_the_bracket_where_there_is_a_floor(compose_config, tmp_path):
+    """report.png: a band from floor_<c> to bound_<c> at the highest confidence, named in the legend; none where no
+    job has a floor (set-valued success)."""
+    import matplotlib.pyplot as plt
+
+    from pipeline.report import report_figure
+
+    def legend(rows):
+        fig = report_figure(rows)
+        try:
+            return [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+        finally:
+            plt.close(fig)
+
+    rows = []
+    for eps in (1, 4):
+        run_game(compose_config(*SMALL, "prior=zipf", f"mechanism.epsilon={eps}"), tmp_path / f"job{eps}")
+        rows.append(_job_row(tmp_path / f"job{eps}" / "metrics.json", tmp_path))
+    assert "worst case @ 0.95 lies here (floor to bound)" in legend(rows)
+    for row in rows:
+        for c in ("0.05", "0.5", "0.95"):
+            row[f"floor_{c}"] = None
+    assert not any("worst case" in entry for entry in legend(rows))
