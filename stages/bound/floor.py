@@ -26,11 +26,12 @@ import math
 import numpy as np
 from scipy import integrate, special
 
-from . import tails
+from . import _validate, tails
 from .profiles import ApproxDP, GaussianDP, PrivacyProfile
 from .whole_prior import _EXACT_TOP, Distributions
 
-__all__ = ["FLOOR_MECHANISM", "floor_counts", "floor_mixture_counts", "floor_success", "floor_successes", "unsupported"]
+__all__ = ["FLOOR_MECHANISM", "counts_at", "floor_counts", "floor_mixture_counts", "floor_success", "floor_successes", "low_tail",
+           "unsupported"]
 
 #: The name of the mechanism and attack in every output.
 FLOOR_MECHANISM = ("a product of per-target class mechanisms (Gaussian simplex for mu-GDP, randomized response for "
@@ -137,8 +138,12 @@ def floor_success(profile: PrivacyProfile, distribution) -> tuple[float, int]:
 
 def floor_successes(profile: PrivacyProfile, distributions) -> tuple[np.ndarray, np.ndarray]:
     """(success, m) per group of ``Distributions.of(distributions)`` (see ``floor_success``)."""
+    return _successes(profile, _true_priors(distributions))
+
+
+def _successes(profile: PrivacyProfile, dists: Distributions) -> tuple[np.ndarray, np.ndarray]:
+    """``floor_successes`` of priors already checked by ``_true_priors``."""
     kind = _supported(profile)
-    dists = _true_priors(distributions)
     succ, best_m = np.zeros(len(dists.shapes)), np.zeros(len(dists.shapes), dtype=np.int64)
     for g, shape in enumerate(dists.shapes):
         top = _top_values(shape, MAX_CLASSES)
@@ -174,42 +179,41 @@ def _true_priors(distributions) -> Distributions:
     return dists
 
 
-def _low_tail(profile: PrivacyProfile, dists: Distributions) -> np.ndarray:
-    """low[k] <= Pr[N >= k], k = 0 .. n + 1, for the module's attack on its mechanism: the kept entries of the
-    Poisson-binomial summed from the top, less what trimming and round-off may have added (and _SLACK)."""
-    succ, _ = floor_successes(profile, dists)
-    law = tails.distribution_grouped(succ, np.asarray(dists.counts, dtype=np.int64))
+def low_tail(successes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """low[k] <= Pr[N >= k], k = 0 .. n + 1, for N the sum of counts[g] Bernoullis of parameter successes[g]: the kept
+    entries of the Poisson-binomial summed from the top, less what trimming and round-off may have added (and
+    _SLACK)."""
+    law = tails.distribution_grouped(np.asarray(successes, dtype=float), np.asarray(counts, dtype=np.int64))
     low = np.cumsum(law.dense()[::-1])[::-1] - law.trimmed - _SLACK
     return np.append(low, 0.0)
 
 
-def _check_levels(confidences) -> np.ndarray:
-    levels = np.atleast_1d(np.asarray(confidences, dtype=float))
-    if np.any((levels <= 0) | (levels >= 1)) or not np.all(np.isfinite(levels)):
-        raise ValueError(f"confidences must lie strictly between 0 and 1, got {levels.tolist()}; pass e.g. 0.95.")
-    return levels
-
-
-def _counts(low: np.ndarray, levels: np.ndarray) -> list[int]:
-    """For each confidence c the smallest k with low[k + 1] <= 1 - c."""
+def counts_at(low: np.ndarray, confidences) -> list[int]:
+    """For each confidence c the smallest k with low[k + 1] <= 1 - c (``low`` as ``low_tail`` gives it)."""
+    levels = _validate.confidence("confidences", confidences)
     return [int(np.flatnonzero(low[1:] <= 1.0 - c)[0]) for c in levels]
+
+
+def _floor_tail(profile: PrivacyProfile, distributions) -> np.ndarray:
+    dists = _true_priors(distributions)
+    return low_tail(_successes(profile, dists)[0], dists.counts)
 
 
 def floor_counts(profile: PrivacyProfile, distributions, confidences) -> list[int]:
     """For each confidence c, the smallest k with Pr[N >= k + 1] <= 1 - c for N the count of right guesses of the
     module's attack on its mechanism (a real mechanism with ``profile``): a lower bound on every valid count bound at
     c. The law is computed on the low side (the convolution's trimmed mass and _SLACK off every tail)."""
-    levels = _check_levels(confidences)
-    return _counts(_low_tail(profile, _true_priors(distributions)), levels)
+    _validate.confidence("confidences", confidences)  # refused before any work
+    return counts_at(_floor_tail(profile, distributions), confidences)
 
 
 def floor_mixture_counts(profile: PrivacyProfile, runs, confidences) -> list[int]:
     """``floor_counts`` for the mixture of R trials, each with its own targets' priors (``runs``: one
     ``distributions`` per trial, the same number of targets): the law of N is the mean of the trials' laws, as for the
     bounds over the trials (Theorem 2, Corollaries 3.1 and 4.1), so no bound on the mixture's count is below it."""
-    levels = _check_levels(confidences)
-    lows = [_low_tail(profile, _true_priors(d)) for d in runs]
+    _validate.confidence("confidences", confidences)
+    lows = [_floor_tail(profile, d) for d in runs]
     if len({low.size for low in lows}) != 1:
         raise ValueError(f"runs must have the same number of targets in every trial, got {sorted({low.size - 2 for low in lows})}; "
                          "pass one trial's priors per entry.")
-    return _counts(np.mean(lows, axis=0), levels)
+    return counts_at(np.mean(lows, axis=0), confidences)

@@ -26,7 +26,7 @@ from scipy import integrate, special
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from stages.bound import GaussianDP, tails  # noqa: E402
+from stages.bound import GaussianDP  # noqa: E402
 from stages.bound import floor as F  # noqa: E402
 from stages.bound import theorems  # noqa: E402
 from stages.bound.theorems import count_bounds  # noqa: E402
@@ -64,9 +64,7 @@ def baseline_counts(mu: float, dists: Distributions) -> list[int]:
     for shape in dists.shapes:
         top = F._top_values(shape, F.MAX_CLASSES)
         succ.append(max([float(shape.p)] + [_per_class_quad(mu, top[: m + 1]) for m in range(1, top.size)]))
-    law = tails.distribution_grouped(np.array(succ), np.asarray(dists.counts))
-    low = np.append(np.cumsum(law.dense()[::-1])[::-1] - law.trimmed - 1e-12, 0.0)
-    return [int(np.flatnonzero(low[1:] <= 1 - c)[0]) for c in LEVELS]
+    return F.counts_at(F.low_tail(np.array(succ), dists.counts), LEVELS)
 
 
 def main() -> None:
