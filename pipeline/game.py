@@ -519,15 +519,12 @@ def floor_of(boxes: Boxes, confidences: np.ndarray, theorem: Mapping | None, law
     trial for per-trial laws, as the bound; one for the mixture of the trials where the bound is over it)}, "mechanism",
     "meaning"}, the counts that a real mechanism with the game's privacy profile lets a real attack reach, so that no
     valid bound is below them; or {"counts": None, "reason"} where it is not built (success that is not one exact
-    guess, as the bound box's theorem record says, a law without each target's prior, a profile without an exact
-    trade-off curve)."""
+    guess, as the bound box's theorem record says, or a law without each target's prior); "mechanism" names the member
+    of the family the game's profile gets (stages.bound.floor.floor_mechanism)."""
     if theorem is None or theorem.get("set_valued") is not False:
         return {"counts": None, "reason": "the floor is built for one exact guess per target; this game's success is "
                                           "set-valued (or its bound box does not say)"}
     profile = boxes.mechanism.profile
-    reason = floor.unsupported(profile)
-    if reason is not None:
-        return {"counts": None, "reason": reason}
     dists = [distributions_of(boundary.law_probabilities(law)) for law in (laws if laws is not None else [boxes.prior])]
     if any(d is None for d in dists):
         return {"counts": None, "reason": "the prior gives no per-target distribution (its probability matrix)"}
@@ -537,7 +534,7 @@ def floor_of(boxes: Boxes, confidences: np.ndarray, theorem: Mapping | None, law
         counts, per_trial = [floor.floor_counts(profile, d, confidences) for d in dists], laws is not None
     by = {confidence_key(c): ([int(one[i]) for one in counts] if per_trial else int(counts[0][i]))
           for i, c in enumerate(confidences)}
-    return {"counts": by, "mechanism": floor.FLOOR_MECHANISM,
+    return {"counts": by, "mechanism": floor.floor_mechanism(profile),
             "meaning": "on a real mechanism with this privacy profile a real attack gets more than count - 1 targets "
                        "right with probability above 1 - c, so no bound valid at confidence c is below the count: the "
                        "worst case lies between these counts and the bound"}

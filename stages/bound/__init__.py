@@ -18,7 +18,7 @@ from ._validate import ArgumentError
 from .accountants import *  # noqa: F403 (any accountant as a profile: accountants.__all__)
 from .accountants import __all__ as _accountant_names
 from .best import SOURCES, BestBound, best_bound
-from .floor import FLOOR_MECHANISM, floor_counts, floor_success
+from .floor import FLOOR_MECHANISM, floor_counts, floor_mechanism, floor_success
 from .prior_work import *  # noqa: F403 (the prior-work bounds: prior_work.__all__)
 from .prior_work import __all__ as _prior_work_names
 from .profiles import (
@@ -90,6 +90,7 @@ __all__ = [
     # the bracket's lower end: a real mechanism's counts (floor)
     "FLOOR_MECHANISM",
     "floor_counts",
+    "floor_mechanism",
     "floor_success",
     "SOURCES",
     # prior work

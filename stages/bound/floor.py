@@ -9,9 +9,13 @@ The mechanism is a product of one mechanism per target, each reading only that t
 neighbours differ in one component and the product has that component's trade-off. Each component sends the
 target's value through a class map: the m likeliest values are classes of their own, and every other value joins one
 class "rest". It then releases the class through:
-- mu-GDP: the Gaussian simplex mechanism, c_class + N(0, I), with any two vertices at distance mu (exactly mu-GDP);
+- mu-GDP (any profile that is exactly mu-GDP: ``gdp_mu()``): the Gaussian simplex mechanism, c_class + N(0, I), with
+  any two vertices at distance mu (exactly mu-GDP);
 - (eps, delta)-DP (delta >= 0): the class outright with probability delta, else (m + 1)-ary randomized response at
-  eps ((eps, delta)-DP; for two classes its trade-off is f_{eps, delta} exactly).
+  eps ((eps, delta)-DP; for two classes its trade-off is f_{eps, delta} exactly);
+- any other profile (DP-SGD's privacy-loss distribution, a delta table or curve, group privacy): (m + 1)-ary randomized
+  response at the largest eps0 whose hockey-stick curve lies below the profile's delta(eps) at every eps >= 0,
+  certified on a grid (``rr_epsilon``); a looser member of the profile's class than the first two, but a member.
 The attack guesses the value of largest posterior: a class's own value, or the likeliest value of "rest". m runs over
 1 .. min(k - 1, ``MAX_CLASSES`` - 1); the best m is kept per target. On two-valued priors m = 1 is the exact
 one-target worst case (the trade-off's Bayes success), so at n = 1 the bracket closes there.
@@ -27,15 +31,16 @@ import numpy as np
 from scipy import integrate, special
 
 from . import _validate, tails
-from .profiles import ApproxDP, GaussianDP, PrivacyProfile
+from .profiles import ApproxDP, PrivacyProfile, for_game
 from .whole_prior import _EXACT_TOP, Distributions
 
-__all__ = ["FLOOR_MECHANISM", "counts_at", "floor_counts", "floor_mixture_counts", "floor_success", "floor_successes", "low_tail",
-           "unsupported"]
+__all__ = ["FLOOR_MECHANISM", "counts_at", "floor_counts", "floor_mechanism", "floor_mixture_counts", "floor_success",
+           "floor_successes", "low_tail", "rr_epsilon"]
 
-#: The name of the mechanism and attack in every output.
+#: The family of mechanisms and the attack (``floor_mechanism`` names the member a profile gets).
 FLOOR_MECHANISM = ("a product of per-target class mechanisms (Gaussian simplex for mu-GDP, randomized response for "
-                   "(eps, delta)-DP) with the MAP attack (THEORY.md section 11)")
+                   "(eps, delta)-DP and, certified below it, for any other profile) with the MAP attack (THEORY.md "
+                   "section 11)")
 #: At most this many classes per target (the m likeliest values and "rest").
 MAX_CLASSES = 16
 assert MAX_CLASSES <= _EXACT_TOP  # the values read are a rounded prior's exact head
@@ -44,23 +49,105 @@ assert MAX_CLASSES <= _EXACT_TOP  # the values read are a rounded prior's exact 
 _SLACK = 1e-12
 
 
-def unsupported(profile: PrivacyProfile) -> str | None:
-    """Why the floor cannot be built for ``profile`` (one sentence), or None where it can: it needs the profile's
-    exact trade-off curve (mu-GDP or (eps, delta)-DP); a mechanism built on a curve below the profile's would not
-    satisfy it."""
-    if isinstance(profile, (GaussianDP, ApproxDP)):
-        return None
-    return (f"the profile {profile!r} has no exact trade-off curve to build a mechanism from (a mechanism with a "
-            "curve below it would not satisfy it); the floor is built for GaussianDP(mu), ApproxDP(eps, delta) and "
-            "PureDP(eps)")
+#: Where ``rr_epsilon`` compares randomized response's hockey-stick curve with a profile's: steps of 0.0002 up to
+#: eps = 0.2, 0.001 up to 2, 0.01 up to 20 (eps0 is capped at 20: randomized response there is all but exact). Each
+#: step costs eps0 at most the profile's fall over one step (0.05% of eps0 for DP-SGD at eps0 = 0.17).
+_RR_GRID = np.unique(np.concatenate([np.linspace(0.0, 0.2, 1001), np.linspace(0.2, 2.0, 1801),
+                                     np.linspace(2.0, 20.0, 1801)]))
+#: A relative margin on the comparison (the profile's delta is computed in floating point).
+_RR_MARGIN = 1e-9
 
 
-def _supported(profile: PrivacyProfile) -> str:
-    """'gdp' or 'approx', or one sentence naming the profile and the fix."""
-    reason = unsupported(profile)
-    if reason is not None:
-        raise ValueError(f"floor: {reason}.")
-    return "gdp" if isinstance(profile, GaussianDP) else "approx"
+def _replace_one(profile: PrivacyProfile) -> PrivacyProfile:
+    """The game's replace-one profile (``profiles.for_game``, as the bounds use it), or one sentence naming it."""
+    if not isinstance(profile, PrivacyProfile):
+        raise ValueError(f"floor: profile must be a PrivacyProfile (GaussianDP, ApproxDP, PureDP, DPSGD, ...), got "
+                         f"{profile!r}.")
+    return for_game(profile, "reconstruction")
+
+
+def _kind(profile: PrivacyProfile) -> tuple:
+    """('gdp', mu) for an exactly mu-GDP profile, ('approx', eps, delta) for (eps, delta)-DP, else ('rr', low) with
+    low the replace-one profile's ``_profile_low``."""
+    profile = _replace_one(profile)
+    mu = profile.gdp_mu()
+    if mu is not None:
+        return ("gdp", float(mu))
+    if isinstance(profile, ApproxDP):
+        return ("approx", float(profile.eps), float(profile.delta_))
+    return ("rr", _profile_low(profile), profile)
+
+
+def _rr_delta(grid: np.ndarray, eps0: float, m: int) -> np.ndarray:
+    """The hockey-stick curve of (m + 1)-ary randomized response at eps0 between two classes: the true class has
+    probability r = 1 / (1 + m e^-eps0) and every other e^-eps0 r, so delta(eps) = r (1 - e^(eps - eps0))_+."""
+    return -np.expm1(np.minimum(grid - eps0, 0.0)) / (1.0 + m * math.exp(-eps0))
+
+
+#: The last few profiles' ``_profile_low``, by identity (equal params need not mean the same delta: DPSGD's
+#: discretization is not a param), so a game's trials and its label read a privacy-loss profile once.
+_LOWS: list[tuple[PrivacyProfile, np.ndarray]] = []
+
+
+def _profile_low(profile: PrivacyProfile) -> np.ndarray:
+    """low[k] <= the profile's delta at every eps in [g_k, g_{k+1}] (g = _RR_GRID): a valid profile is non-increasing
+    in eps (a hockey-stick divergence is), so its value at g_{k+1} is the least there; the smaller end is taken, which
+    is the same for a monotone profile and covers the round-off wobbles of a computed one."""
+    for seen, low in _LOWS:
+        if seen is profile:
+            return low
+    d = np.asarray(profile.delta(_RR_GRID), dtype=float)
+    low = np.minimum(d[:-1], d[1:]) / (1.0 + _RR_MARGIN)
+    _LOWS[:] = [(profile, low), *_LOWS[:7]]
+    return low
+
+
+def _rr_epsilon(low: np.ndarray, m: int) -> float:
+    """``rr_epsilon`` for m + 1 classes against a profile's ``_profile_low``."""
+    grid = _RR_GRID
+
+    def meets(eps0: float) -> bool:
+        below = grid[:-1] < eps0
+        return bool(np.all(_rr_delta(grid[:-1][below], eps0, m) <= low[below]))
+
+    if meets(float(grid[-1])):
+        return float(grid[-1])
+    lo, hi = 0.0, float(grid[-1])
+    while hi - lo > 1e-12 * max(1.0, hi):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if meets(mid) else (lo, mid)
+    return lo
+
+
+def rr_epsilon(profile: PrivacyProfile, classes: int = 2) -> float:
+    """The largest eps0 (bisected to ~1e-12, capped at 20) at which randomized response over ``classes`` classes meets
+    ``profile`` (its replace-one profile, as the bounds use): its delta_RR(eps) is at most the profile's delta(eps) at
+    every eps >= 0, certified on a grid (on [g_k, g_{k+1}], delta_RR is at most its value at g_k, which is checked
+    against the profile's least value there; above eps0 delta_RR is 0). delta_RR grows with eps0, so the certified
+    eps0 form an interval and bisection finds its end. With two classes tanh(eps0 / 2) <= the profile's delta(0).
+
+    Examples:
+        >>> from stages.bound import ApproxDP
+        >>> round(rr_epsilon(ApproxDP(1.0, 0.0)), 6)   # pure 1-DP: randomized response at 1, less one grid step
+        0.999
+    """
+    m = _validate.integer("classes", classes, minimum=2) - 1
+    return _rr_epsilon(_profile_low(_replace_one(profile)), m)
+
+
+def floor_mechanism(profile: PrivacyProfile) -> str:
+    """The member of the family (``FLOOR_MECHANISM``) that ``profile`` gets, with its parameters, for every output."""
+    kind = _kind(profile)
+    if kind[0] == "gdp":
+        what = f"Gaussian simplex mechanisms with edge mu = {kind[1]:.6g} (exactly the profile's mu-GDP)"
+    elif kind[0] == "approx":
+        what = (f"(m + 1)-ary randomized response at eps = {kind[1]:.6g} revealing the class with probability "
+                f"delta = {kind[2]:.3g} (exactly (eps, delta)-DP)")
+    else:
+        what = (f"(m + 1)-ary randomized response at eps0 = {_rr_epsilon(kind[1], 1):.4g} for two classes up to "
+                f"{_rr_epsilon(kind[1], MAX_CLASSES - 1):.4g} for {MAX_CLASSES} (the largest whose hockey-stick curve "
+                f"is certified below {kind[2]!r}'s delta(eps))")
+    return f"a product of per-target {what}, the MAP attack on each (THEORY.md section 11)"
 
 
 def _top_values(shape, size: int) -> np.ndarray:
@@ -143,13 +230,14 @@ def floor_successes(profile: PrivacyProfile, distributions) -> tuple[np.ndarray,
 
 def _successes(profile: PrivacyProfile, dists: Distributions) -> tuple[np.ndarray, np.ndarray]:
     """``floor_successes`` of priors already checked by ``_true_priors``."""
-    kind = _supported(profile)
+    kind = _kind(profile)
+    rr_eps = {}  # the generic profile's certified eps0 per number of classes
     succ, best_m = np.zeros(len(dists.shapes)), np.zeros(len(dists.shapes), dtype=np.int64)
     for g, shape in enumerate(dists.shapes):
         top = _top_values(shape, MAX_CLASSES)
         best, arg = float(shape.p), 0
-        if kind == "gdp":
-            mu = float(profile.mu)
+        if kind[0] == "gdp":
+            mu = kind[1]
             if mu > 0 and top.size > 1:
                 m = 1 + int(np.argmax(_simplex_estimates(mu, top)))
                 val = _gaussian_simplex(mu, top[: m + 1])  # the value kept: quad, its error subtracted
@@ -157,7 +245,11 @@ def _successes(profile: PrivacyProfile, dists: Distributions) -> tuple[np.ndarra
                     best, arg = val, m
         else:
             for m in range(1, top.size):
-                val = _randomized_response(float(profile.eps), float(profile.delta_), top[: m + 1])
+                if kind[0] == "approx":
+                    eps, delta = kind[1], kind[2]
+                else:
+                    eps, delta = rr_eps.setdefault(m, _rr_epsilon(kind[1], m)), 0.0
+                val = _randomized_response(eps, delta, top[: m + 1])
                 if val > best:
                     best, arg = val, m
         succ[g], best_m[g] = min(best, 1.0), arg

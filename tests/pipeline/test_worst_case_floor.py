@@ -13,7 +13,7 @@ from pipeline.game import compute_metrics
 from pipeline.job import run_game
 from pipeline.report import _job_row, collect, config_columns
 from stages.bound.box import prior_distributions
-from stages.bound.floor import FLOOR_MECHANISM, floor_counts
+from stages.bound.floor import floor_counts, floor_mechanism
 
 SMALL = ("prior.n_targets=60", "trials=8")
 
@@ -25,7 +25,22 @@ SMALL = ("prior.n_targets=60", "trials=8")
 def test_the_floor_is_the_games_own_and_below_its_bound(compose_config, overrides):
     metrics, _, boxes = compute_metrics(compose_config(*SMALL, *overrides))
     floor = metrics["worst_case_floor"]
-    assert floor["mechanism"] == FLOOR_MECHANISM and "worst case lies between" in floor["meaning"]
+    assert floor["mechanism"] == floor_mechanism(boxes.mechanism.profile) and "worst case lies between" in floor["meaning"]
+    expected = floor_counts(boxes.mechanism.profile, prior_distributions(boxes.prior), metrics["confidences"])
+    assert list(floor["counts"].values()) == expected
+    for c, low in floor["counts"].items():
+        assert low <= metrics["bound"][c], (c, low, metrics["bound"][c])
+
+
+def test_a_dpsgd_game_gets_randomized_response_certified_below_its_profile(compose_config):
+    """DP-SGD with a sample rate below 1 has no closed-form curve: its floor is randomized response at the largest eps0
+    certified below its privacy-loss profile (stages.bound.floor.rr_epsilon), named in the record, below the bound."""
+    cfg = compose_config("mechanism=dpsgd", "model=tiny", "attack=model_attack", "mechanism.epochs=1",
+                         "mechanism.batch_size=5", "mechanism.epsilon=null", "mechanism.noise_multiplier=1.0",
+                         "prior.n_targets=20", "trials=2")  # q = 1/4: a privacy-loss profile, not GDP
+    metrics, _, boxes = compute_metrics(cfg)
+    floor = metrics["worst_case_floor"]
+    assert "randomized response at eps0" in floor["mechanism"] and "certified below DPSGD(" in floor["mechanism"]
     expected = floor_counts(boxes.mechanism.profile, prior_distributions(boxes.prior), metrics["confidences"])
     assert list(floor["counts"].values()) == expected
     for c, low in floor["counts"].items():

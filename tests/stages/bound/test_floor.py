@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 
 from stages.bound import tails
-from stages.bound.floor import MAX_CLASSES, floor_counts, floor_mixture_counts, floor_success, floor_successes
+from stages.bound.accountants import DeltaTable
+from stages.bound.floor import (MAX_CLASSES, floor_counts, floor_mechanism, floor_mixture_counts, floor_success,
+                                floor_successes, rr_epsilon)
 from stages.bound.profiles import ApproxDP, DPSGD, GaussianDP, PureDP
 from stages.bound.theorems import count_bounds, success_bound
 from stages.bound.whole_prior import Distributions
@@ -140,6 +142,62 @@ def test_classes_beyond_the_head_merge_into_rest():
     assert m <= MAX_CLASSES - 1 and lo > big[0]
 
 
+# ---- any other profile: randomized response certified below it ----------------------------------------------------
+DPSGD_PROFILES = [DPSGD(1.0, 0.01, 100), DPSGD(0.8, 0.05, 1000), DPSGD(1.0, 0.01, 100, neighboring="add_remove")]
+
+
+@pytest.mark.parametrize("profile", DPSGD_PROFILES, ids=repr)
+@pytest.mark.parametrize("classes", (2, 16))
+def test_randomized_response_meets_any_profile_and_is_nearly_the_largest(profile, classes):
+    """rr_epsilon's eps0: randomized response's delta_RR(eps) is at most the (replace-one) profile's delta(eps) at
+    50,000 points of [0, eps0] it was not certified on (an independent check of the grid argument), and 0.5% more
+    eps0 breaks the profile somewhere (the certificate loses little)."""
+    eps0 = rr_epsilon(profile, classes)
+    replace = profile.replace_one()
+    m = classes - 1
+    rr = lambda e, at: -np.expm1(np.minimum(e - at, 0.0)) / (1.0 + m * math.exp(-at))
+    eps = np.sort(np.random.default_rng(classes).uniform(0.0, eps0, 50_000))
+    assert np.all(rr(eps, eps0) <= replace.delta(eps) * (1 + 1e-9) + 1e-15)
+    grid = np.linspace(0.0, 1.005 * eps0, 20_001)
+    assert np.any(rr(grid, 1.005 * eps0) > replace.delta(grid)), eps0
+    # more classes spread the same probability: a larger eps0 meets the profile
+    assert rr_epsilon(profile, classes + 1) >= eps0
+
+
+def test_randomized_response_on_known_profiles():
+    """On an eps-DP profile read as a delta table (the generic path) eps0 is eps less one grid step; on mu-GDP it is
+    the two-class randomized response with delta(0) = tanh(eps0 / 2) where the Gaussian's curve binds first, within the
+    grid's step; the floor names the member of its family it used."""
+    table = DeltaTable([(0.0, 0.5), (0.5, 0.2), (1.0, 0.0)])  # the profile that three (eps, delta) pairs imply
+    assert rr_epsilon(PureDP(1.0)) == pytest.approx(1.0, abs=1.1e-3) and rr_epsilon(PureDP(1.0)) <= 1.0
+    e0 = rr_epsilon(GaussianDP(1.0))
+    assert math.tanh(e0 / 2) <= GaussianDP(1.0).delta(0.0) and e0 == pytest.approx(0.8063, abs=2e-3)
+    assert 0 < rr_epsilon(table) <= 1.0
+    assert "Gaussian simplex" in floor_mechanism(GaussianDP(0.5)) and "mu = 0.5" in floor_mechanism(GaussianDP(0.5))
+    assert "Gaussian simplex" in floor_mechanism(DPSGD(2.0, 1.0, 4))  # full batch: exactly mu-GDP, mu = 1
+    assert "delta = 1e-05" in floor_mechanism(ApproxDP(1.0, 1e-5))
+    label = floor_mechanism(DPSGD(1.0, 0.01, 100))
+    assert "eps0 = 0.169" in label and "certified below DPSGD(" in label
+
+
+def test_the_generic_floor_is_the_randomized_response_products():
+    """Under DP-SGD the floor is (m + 1)-ary randomized response at rr_epsilon(profile, m + 1), the best m: on two
+    values exactly the two-class mechanism's Bayes success; the count is its Binomial's quantile."""
+    prof = DPSGD(1.0, 0.01, 100)
+    e0 = rr_epsilon(prof, 2)
+    r = 1.0 / (1.0 + math.exp(-e0))  # the true class's probability
+    for a in (0.5, 0.7, 0.95):
+        s, m = floor_success(prof, [a, 1 - a])
+        bayes = a * r + max(a * (1 - r), (1 - a) * r)  # output "0": guess 0; output "1": the larger posterior
+        assert s == pytest.approx(bayes, abs=1e-9), a
+        assert m == (1 if bayes > a + 1e-12 else 0)
+    n = 50
+    law = tails.distribution_grouped(np.array([floor_success(prof, [0.7, 0.3])[0]]), np.array([n])).dense()
+    tail = np.append(np.cumsum(law[::-1])[::-1], 0.0)
+    assert floor_counts(prof, [np.array([0.7, 0.3])] * n, [0.5, 0.95]) == [
+        int(np.flatnonzero(tail[1:] <= 1 - c + 1e-12)[0]) for c in (0.5, 0.95)]
+
+
 # ---- no theorem below a real mechanism ------------------------------------------------------------------------------
 def _mixed_binary(n, seed=0):
     p = np.random.default_rng(seed).uniform(0.5, 0.95, n)
@@ -147,7 +205,7 @@ def _mixed_binary(n, seed=0):
 
 
 @pytest.mark.parametrize("profile", [GaussianDP(0.268), GaussianDP(1.0), GaussianDP(2.0), ApproxDP(1.0, 1e-5),
-                                     PureDP(2.0)], ids=repr)
+                                     PureDP(2.0), DPSGD(1.0, 0.01, 100)], ids=repr)
 @pytest.mark.parametrize("priors", ["zipf", "binary", "mixed", "uniform10"])
 @pytest.mark.parametrize("n", (10, 100))
 def test_no_count_bound_below_the_floor(profile, priors, n):
@@ -175,8 +233,8 @@ def test_quickstart_zipf_bracket_at_eps_1():
 
 # ---- bad input ------------------------------------------------------------------------------------------------------
 def test_refuses_what_it_cannot_build():
-    with pytest.raises(ValueError, match=r"floor: the profile .* built for GaussianDP\(mu\), ApproxDP"):
-        floor_counts(DPSGD(noise_multiplier=1.0, sample_rate=0.01, steps=100), [ZIPF10], [0.95])
+    with pytest.raises(ValueError, match=r"floor: profile must be a PrivacyProfile .* got 1.0"):
+        floor_counts(1.0, [ZIPF10], [0.95])
     with pytest.raises(ValueError, match=r"confidences .*open interval \(0, 1\)"):
         floor_counts(GaussianDP(1.0), [ZIPF10], [1.0])
     coarse = Distributions.of([np.array([0.7, 0.3]), np.array([0.6, 0.4])] * 20).coarsened(1)

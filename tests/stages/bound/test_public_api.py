@@ -19,7 +19,7 @@ CONTRACT = {
                "calibrate_noise"],
     prior_work: list(prior_work.__all__),
     best: ["best_bound", "BestBound", "SOURCES"],
-    floor: ["FLOOR_MECHANISM", "floor_counts", "floor_success"],
+    floor: ["FLOOR_MECHANISM", "floor_counts", "floor_mechanism", "floor_success"],
 }
 
 
