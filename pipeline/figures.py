@@ -109,6 +109,13 @@ def plot_successes(metrics: dict, path: str | os.PathLike) -> None:
         counts = np.atleast_1d(np.asarray(count, dtype=float))
         ax.axvline(float(np.mean(counts)), color="k", linestyle=style,
                    label=f"bound @ {float(confidence):g}" + (" (mean of the trials' counts)" if counts.size > 1 else ""))
+    floors = ((metrics.get("worst_case_floor") or {}).get("counts") or {}) if bound else {}
+    if floors:  # the bracket at the highest confidence: what a real mechanism with the profile reaches, up to the bound
+        confidence = max(floors, key=float)
+        low = float(np.mean(np.atleast_1d(np.asarray(floors[confidence], dtype=float))))
+        high = float(np.mean(np.atleast_1d(np.asarray(bound[confidence], dtype=float))))
+        ax.axvspan(low, max(low, high), color="0.6", alpha=0.25, zorder=0, linewidth=0,
+                   label=f"worst case @ {float(confidence):g} lies here (floor to bound)")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # trials are counted
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(f"targets attacked (of {metrics['n_targets']})")

@@ -17,8 +17,9 @@ States with Pr[M = m] <= _TRUNCATE are left out and their mass added to the boun
 states kept). The value returned is the Lagrangian bound of the LP's multipliers (weak duality), so it holds however
 few cuts were used and whatever the solver's accuracy.
 
-Its LP has ~2 (n + 1 - j_from) x (the range of M) variables, so it is slower than Theorem 4's (77 s for three counts at
-n = 100 on this 2-core machine, 58x Theorem 4; tests/benchmarks/bench_prior_run.py --designated): it is not in the
+Its LP has ~2 (n + 1 - j_from) x (the range of M) variables (A, B with P = A + B, Q = min(j, m) A + max(0, j + m - n) B:
+the bounds on Q need no rows), so it is slower than Theorem 4's (56 s for three counts at n = 100 on this 2-core
+machine, 30x Theorem 4; tests/benchmarks/bench_prior_run.py --designated): it is not in the
 default minimum, and ``count_bounds(..., designated=True)`` or the ``one_run``
 box's ``designated: true`` add it.
 """
@@ -37,7 +38,7 @@ __all__ = ["DESIGNATED_RUN_THEOREM", "DESIGNATED_RUN_VERSION", "DESIGNATED_RUN_M
            "designated_run_tail", "designated_run_counts", "check_designated"]
 
 DESIGNATED_RUN_THEOREM = "one-run count with the law of the likeliest values (THEORY.md Thm 5)"
-DESIGNATED_RUN_VERSION = 2
+DESIGNATED_RUN_VERSION = 3
 #: The LP grows with n times the range of M; beyond this many targets it is not offered.
 DESIGNATED_RUN_MAX_TARGETS = 200
 
@@ -157,15 +158,20 @@ class DesignatedRun:
         k = np.arange(ns)
         jj, mm = self.j0 + k // nm, self.m_lo + k % nm
         self.jj = jj
-        both = lambda a, b: (np.concatenate([a, b]), (np.concatenate([k, k]), np.concatenate([ns + k, k])))
-        hi = sparse.csr_matrix(both(np.ones(ns), -np.minimum(jj, mm).astype(float)), shape=(ns, self.nv))
-        lo = sparse.csr_matrix(both(-np.ones(ns), np.maximum(0, jj + mm - n).astype(float)), shape=(ns, self.nv))
-        self.A_fixed = sparse.vstack([hi, lo]).tocsr()
-        # the law of M: sum_j P(j, m) (+ the states below j_from, one variable per m) = PB(m)
+        # The LP's own variables: max(0, j + m - n) P <= Q <= min(j, m) P holds iff P = A + B and
+        # Q = min(j, m) A + max(0, j + m - n) B for some A, B >= 0 (A = (Q - lo P) / (hi - lo), B = P - A; A = P, B = 0
+        # where hi = lo), so the LP runs on (A, B, the states below) with no row for these bounds: x_PQ = T x_AB.
+        hi_q, lo_q = np.minimum(jj, mm).astype(float), np.maximum(0, jj + mm - n).astype(float)
         low = np.arange(self.nlow)
-        self.A_eq = sparse.csr_matrix((np.ones(ns + self.nlow), (np.concatenate([k % nm, low]),
-                                                                  np.concatenate([k, 2 * ns + low]))),
-                                      shape=(nm, self.nv))
+        rows = np.concatenate([k, k, ns + k, ns + k, 2 * ns + low])
+        cols = np.concatenate([k, ns + k, k, ns + k, 2 * ns + low])
+        vals = np.concatenate([np.ones(ns), np.ones(ns), hi_q, lo_q, np.ones(self.nlow)])
+        self.T = sparse.csr_matrix((vals, (rows, cols)), shape=(self.nv, self.nv))
+        self.maps_ab = [(m @ self.T).tocsr() for m in self.maps]
+        # the law of M: sum_j P(j, m) (+ the states below j_from, one variable per m) = PB(m)
+        A_eq = sparse.csr_matrix((np.ones(ns + self.nlow), (np.concatenate([k % nm, low]),
+                                                             np.concatenate([k, 2 * ns + low]))), shape=(nm, self.nv))
+        self.A_eq = (A_eq @ self.T).tocsr()
 
     def _coefs(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
         """(K, n - j_from, L): coef_{j', m'}(theta) at the LP point x."""
@@ -195,13 +201,14 @@ class DesignatedRun:
         n, nw, K, L = self.n, self.nw, len(cuts), self.L
         nt = self.nv + K * nw
         obj = np.zeros(nt)
-        obj[: self.ns] = (self.jj >= c).astype(float)
+        obj[: self.ns] = (self.jj >= c).astype(float)  # P(j, m) = A + B: the same weight on both
+        obj[self.ns: 2 * self.ns] = obj[: self.ns]
         sign = np.array([1.0, 1.0, -1.0, -1.0])
-        blocks = [sparse.hstack([self.A_fixed, sparse.csr_matrix((self.A_fixed.shape[0], K * nw))])]
-        b = [np.zeros(self.A_fixed.shape[0])]
-        upper = np.concatenate([np.ones(self.ns), np.full(self.ns, float(n)), np.ones(self.nlow), np.zeros(K * nw)])
+        blocks, b = [], []
+        # the box the constraints imply: A, B <= P <= 1, the states below j_from <= 1, y <= its cut's right-hand side
+        upper = np.concatenate([np.ones(2 * self.ns + self.nlow), np.zeros(K * nw)])
         for k, (th, a, bb, rhs) in enumerate(cuts):
-            coef = sum(sign[t] * th[t] * self.maps[t] for t in range(4)).tocsr()
+            coef = sum(sign[t] * th[t] * self.maps_ab[t] for t in range(4)).tocsr()
             cols = (np.arange(nw)[:, None] * L + np.arange(a, bb)[None, :]).ravel()
             rows = np.repeat(np.arange(nw), bb - a)
             pick = sparse.csr_matrix((np.ones(cols.size), (rows, cols)), shape=(nw, self.W))
@@ -212,8 +219,8 @@ class DesignatedRun:
             blocks.append(sparse.csr_matrix(row))
             b += [np.zeros(nw), [rhs]]
             upper[self.nv + k * nw: self.nv + (k + 1) * nw] = max(rhs, 0.0)
-        A = sparse.vstack(blocks).tocsr()
-        b = np.concatenate(b)
+        A = sparse.vstack(blocks).tocsr() if blocks else sparse.csr_matrix((0, nt))
+        b = np.concatenate(b) if b else np.zeros(0)
         Aeq = sparse.hstack([self.A_eq, sparse.csr_matrix((self.nm, K * nw))]).tocsr()
         # the interior point's rare "solve error": the dual simplex, capped (a count, not a time)
         res = _solve.linprog([("highs-ipm", {}), ("highs-ds", {"maxiter": _SIMPLEX_ITERATIONS})], -obj, A_ub=A,
@@ -222,14 +229,13 @@ class DesignatedRun:
             return 1.0, None, np.zeros(K, dtype=bool)
         lam = np.maximum(-np.asarray(res.ineqlin.marginals), 0.0)
         nu = -np.asarray(res.eqlin.marginals)
-        # weak duality on the box the constraints imply (P <= 1, Q <= n P <= n, the states below j_from <= 1,
-        # y <= its cut's right-hand side)
+        # weak duality on the box above
         reduced = obj - A.T @ lam - Aeq.T @ nu
         certified = float(lam @ b + nu @ self.pmf + upper @ np.maximum(reduced, 0.0)) + self.eta
         # the law of M's kept entries are within ``trimmed`` (in sum) of the true ones: nu . pmf moves by at most this
         certified += float(np.max(np.abs(nu), initial=0.0)) * self.trimmed
-        budget = self.A_fixed.shape[0] + np.arange(K) * (nw + 1) + nw  # each cut's row sum_j' y_j' <= rhs
-        return min(1.0, certified), np.maximum(res.x[: self.nv], 0.0), lam[budget] > 0.0
+        budget = np.arange(K) * (nw + 1) + nw  # each cut's row sum_j' y_j' <= rhs
+        return min(1.0, certified), self.T @ np.maximum(res.x[: self.nv], 0.0), lam[budget] > 0.0
 
     def tail(self, c: int, target: float | None = None) -> float:
         """A certified bound on Pr[N >= c]; with ``target``, the rounds stop once it is below the target, or above it

@@ -63,13 +63,16 @@ def _game_metrics(*, trials=3, n=30, attacks=("bayes_optimal",), private=True, p
     rng = np.random.default_rng(0)
     successes = {label: rng.integers(0, n // 2, size=trials).tolist() for label in attacks}
     prior_successes = rng.integers(0, n // 3, size=trials).tolist()
-    bound = exceed = record = None
+    bound = exceed = record = floor = None
     if private:
         counts = {repr(c): n // 3 + 4 * i for i, c in enumerate(LEVELS)}
         # a per-trial law (prior=baynet): one count per trial
         bound = {c: [v + r % 2 for r in range(trials)] if per_trial else v for c, v in counts.items()}
         exceed = {repr(c): 0.0 for c in LEVELS}
         record = {"theorem": theorem, "by_confidence": by_confidence or {repr(c): SPLIT for c in LEVELS}}
+        # the bracket's lower end as pipeline.game.floor_of writes it (a count per trial where the bound has one)
+        floor = {"counts": {c: [x - 3 for x in v] if per_trial else v - 3 for c, v in bound.items()},
+                 "mechanism": "a product of per-target ...", "meaning": "..."}
     first = attacks[0]
     return {
         "n_targets": n, "trials": trials, "seed": 0, "k": 1,
@@ -82,7 +85,7 @@ def _game_metrics(*, trials=3, n=30, attacks=("bayes_optimal",), private=True, p
                             "bound_theorem": record} for label, s in successes.items()},
         "privacy": ({"private": True, "epsilon": 1.0, "delta": 1e-5} if private else
                     {"private": False, "reason": "epsilon = inf: the exact marginals", "epsilon": None, "delta": None}),
-        "unusable_canaries": unusable,
+        "unusable_canaries": unusable, "worst_case_floor": floor,
         "params": params or {"prior": {"prior": prior}, "bound": {"bound": "one_run"}},
     }
 
@@ -122,6 +125,7 @@ def test_successes_figure(case, tmp_path):
         names = {name for w in metrics["bound_theorem"]["by_confidence"].values()
                  for name in (w if isinstance(w, dict) else [w])}
         problems += [f"the figure does not name the theorem {name!r}" for name in names if name not in words]
+        assert "worst case @ 0.95 lies here (floor to bound)" in words  # the bracket, shaded
     else:
         assert "not private" in words.lower()
     if metrics.get("unusable_canaries"):
