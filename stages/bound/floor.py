@@ -248,7 +248,9 @@ def _successes(profile: PrivacyProfile, dists: Distributions) -> tuple[np.ndarra
                 if kind[0] == "approx":
                     eps, delta = kind[1], kind[2]
                 else:
-                    eps, delta = rr_eps.setdefault(m, _rr_epsilon(kind[1], m)), 0.0
+                    if m not in rr_eps:
+                        rr_eps[m] = _rr_epsilon(kind[1], m)
+                    eps, delta = rr_eps[m], 0.0
                 val = _randomized_response(eps, delta, top[: m + 1])
                 if val > best:
                     best, arg = val, m
