@@ -67,15 +67,17 @@ def _replace_one(profile: PrivacyProfile) -> PrivacyProfile:
 
 
 def _kind(profile: PrivacyProfile) -> tuple:
-    """('gdp', mu) for an exactly mu-GDP profile, ('approx', eps, delta) for (eps, delta)-DP, else ('rr', low) with
-    low the replace-one profile's ``_profile_low``."""
+    """('gdp', mu) for an exactly mu-GDP profile, ('approx', eps, delta) for (eps, delta)-DP, else ('rr',), each with
+    the replace-one profile's ``_profile_low`` and the profile last: every profile also gets randomized response
+    certified below it."""
     profile = _replace_one(profile)
     mu = profile.gdp_mu()
+    low = _profile_low(profile)
     if mu is not None:
-        return ("gdp", float(mu))
+        return ("gdp", float(mu), low, profile)
     if isinstance(profile, ApproxDP):
-        return ("approx", float(profile.eps), float(profile.delta_))
-    return ("rr", _profile_low(profile), profile)
+        return ("approx", float(profile.eps), float(profile.delta_), low, profile)
+    return ("rr", low, profile)
 
 
 def _rr_delta(grid: np.ndarray, eps0: float, m: int) -> np.ndarray:
@@ -138,16 +140,19 @@ def rr_epsilon(profile: PrivacyProfile, classes: int = 2) -> float:
 def floor_mechanism(profile: PrivacyProfile) -> str:
     """The member of the family (``FLOOR_MECHANISM``) that ``profile`` gets, with its parameters, for every output."""
     kind = _kind(profile)
+    low, prof = kind[-2], kind[-1]
+    rr = (f"(m + 1)-ary randomized response at eps0 = {_rr_epsilon(low, 1):.4g} for two classes up to "
+          f"{_rr_epsilon(low, MAX_CLASSES - 1):.4g} for {MAX_CLASSES} (the largest whose hockey-stick curve is "
+          f"certified below {prof!r}'s delta(eps))")
     if kind[0] == "gdp":
-        what = f"Gaussian simplex mechanisms with edge mu = {kind[1]:.6g} (exactly the profile's mu-GDP)"
+        what = (f"Gaussian simplex mechanisms with edge mu = {kind[1]:.6g} (exactly the profile's mu-GDP) or {rr}, "
+                "per target whichever the attack does better on")
     elif kind[0] == "approx":
         what = (f"(m + 1)-ary randomized response at eps = {kind[1]:.6g} revealing the class with probability "
-                f"delta = {kind[2]:.3g} (exactly (eps, delta)-DP)")
+                f"delta = {kind[2]:.3g} (exactly (eps, delta)-DP) or {rr}, per target whichever the attack does better on")
     else:
-        what = (f"(m + 1)-ary randomized response at eps0 = {_rr_epsilon(kind[1], 1):.4g} for two classes up to "
-                f"{_rr_epsilon(kind[1], MAX_CLASSES - 1):.4g} for {MAX_CLASSES} (the largest whose hockey-stick curve "
-                f"is certified below {kind[2]!r}'s delta(eps))")
-    return f"a product of per-target {what}, the MAP attack on each (THEORY.md section 11)"
+        what = rr
+    return f"a product of per-target {what}, with the MAP attack (THEORY.md section 11)"
 
 
 def _top_values(shape, size: int) -> np.ndarray:
@@ -231,7 +236,8 @@ def floor_successes(profile: PrivacyProfile, distributions) -> tuple[np.ndarray,
 def _successes(profile: PrivacyProfile, dists: Distributions) -> tuple[np.ndarray, np.ndarray]:
     """``floor_successes`` of priors already checked by ``_true_priors``."""
     kind = _kind(profile)
-    rr_eps = {}  # the generic profile's certified eps0 per number of classes
+    low = kind[-2]
+    rr_eps = {}  # randomized response's certified eps0 per number of classes
     succ, best_m = np.zeros(len(dists.shapes)), np.zeros(len(dists.shapes), dtype=np.int64)
     for g, shape in enumerate(dists.shapes):
         top = _top_values(shape, MAX_CLASSES)
@@ -243,17 +249,14 @@ def _successes(profile: PrivacyProfile, dists: Distributions) -> tuple[np.ndarra
                 val = _gaussian_simplex(mu, top[: m + 1])  # the value kept: quad, its error subtracted
                 if val > best:
                     best, arg = val, m
-        else:
-            for m in range(1, top.size):
-                if kind[0] == "approx":
-                    eps, delta = kind[1], kind[2]
-                else:
-                    if m not in rr_eps:
-                        rr_eps[m] = _rr_epsilon(kind[1], m)
-                    eps, delta = rr_eps[m], 0.0
-                val = _randomized_response(eps, delta, top[: m + 1])
-                if val > best:
-                    best, arg = val, m
+        for m in range(1, top.size):  # every profile: randomized response certified below it (and (eps, delta)'s own)
+            if m not in rr_eps:
+                rr_eps[m] = _rr_epsilon(low, m)
+            vals = [_randomized_response(rr_eps[m], 0.0, top[: m + 1])]
+            if kind[0] == "approx":
+                vals.append(_randomized_response(kind[1], kind[2], top[: m + 1]))
+            if max(vals) > best:
+                best, arg = max(vals), m
         succ[g], best_m[g] = min(best, 1.0), arg
     return succ, best_m
 

@@ -60,10 +60,14 @@ def _per_class_quad(mu: float, w: np.ndarray) -> float:
 
 
 def baseline_counts(mu: float, dists: Distributions) -> list[int]:
+    """The floor with its Gaussian simplex as first implemented (every m, class by class); randomized response certified
+    below the curve (the floor's other member) as the floor computes it."""
+    low = F._profile_low(GaussianDP(mu))
     succ = []
     for shape in dists.shapes:
         top = F._top_values(shape, F.MAX_CLASSES)
-        succ.append(max([float(shape.p)] + [_per_class_quad(mu, top[: m + 1]) for m in range(1, top.size)]))
+        rr = [F._randomized_response(F._rr_epsilon(low, m), 0.0, top[: m + 1]) for m in range(1, top.size)]
+        succ.append(max([float(shape.p)] + [_per_class_quad(mu, top[: m + 1]) for m in range(1, top.size)] + rr))
     return F.counts_at(F.low_tail(np.array(succ), dists.counts), LEVELS)
 
 

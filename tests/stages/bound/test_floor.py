@@ -173,11 +173,27 @@ def test_randomized_response_on_known_profiles():
     e0 = rr_epsilon(GaussianDP(1.0))
     assert math.tanh(e0 / 2) <= GaussianDP(1.0).delta(0.0) and e0 == pytest.approx(0.8063, abs=2e-3)
     assert 0 < rr_epsilon(table) <= 1.0
-    assert "Gaussian simplex" in floor_mechanism(GaussianDP(0.5)) and "mu = 0.5" in floor_mechanism(GaussianDP(0.5))
+    gdp = floor_mechanism(GaussianDP(0.5))
+    assert "Gaussian simplex" in gdp and "mu = 0.5" in gdp and "randomized response at eps0" in gdp
     assert "Gaussian simplex" in floor_mechanism(DPSGD(2.0, 1.0, 4))  # full batch: exactly mu-GDP, mu = 1
     assert "delta = 1e-05" in floor_mechanism(ApproxDP(1.0, 1e-5))
     label = floor_mechanism(DPSGD(1.0, 0.01, 100))
     assert "eps0 = 0.169" in label and "certified below DPSGD(" in label
+
+
+@pytest.mark.parametrize("mu", (0.5, 1.0, 2.0))
+@pytest.mark.parametrize("k", (3, 10))
+def test_uniform_priors_under_gdp_reach_the_one_target_worst_case(mu, k):
+    """On a uniform prior over k values, k-ary randomized response at the eps0 where its hockey-stick curve touches
+    the Gaussian's reaches MMC's one-target value (the largest a with a + (k - 1) Phi(Phi^-1(a) - mu) <= 1, an upper
+    bound on every mu-GDP mechanism), within the grid's step: the Gaussian simplex does not (0.2533 against 0.3290 at
+    mu = 1, k = 10), so the floor takes randomized response there."""
+    from scipy import optimize, stats
+
+    exact = optimize.brentq(lambda a: a + (k - 1) * stats.norm.cdf(stats.norm.ppf(a) - mu) - 1, 1e-9, 1 - 1e-12)
+    lo, m = floor_success(GaussianDP(mu), [1 / k] * k)
+    assert exact - 2e-3 < lo <= exact + 1e-12 and m == k - 1, (lo, exact)
+    assert lo > lp_oracle.gaussian_simplex_success(mu, [1 / k] * k) + 0.01
 
 
 def test_the_generic_floor_is_the_randomized_response_products():
