@@ -13,9 +13,10 @@ class "rest". It then releases the class through:
   any two vertices at distance mu (exactly mu-GDP);
 - (eps, delta)-DP (delta >= 0): the class outright with probability delta, else (m + 1)-ary randomized response at
   eps ((eps, delta)-DP; for two classes its trade-off is f_{eps, delta} exactly);
-- any other profile (DP-SGD's privacy-loss distribution, a delta table or curve, group privacy): (m + 1)-ary randomized
-  response at the largest eps0 whose hockey-stick curve lies below the profile's delta(eps) at every eps >= 0,
-  certified on a grid (``rr_epsilon``); a looser member of the profile's class than the first two, but a member.
+- every profile, the only member for any other one (DP-SGD's privacy-loss distribution, a delta table or curve, group
+  privacy): (m + 1)-ary randomized response at the largest eps0 whose hockey-stick curve lies below the profile's
+  delta(eps) at every eps >= 0, certified on a grid (``rr_epsilon``). Beside the Gaussian simplex it is what reaches the
+  one-target worst case on uniform priors under mu-GDP; each target takes the member its attack does best on.
 The attack guesses the value of largest posterior: a class's own value, or the likeliest value of "rest". m runs over
 1 .. min(k - 1, ``MAX_CLASSES`` - 1); the best m is kept per target. On two-valued priors m = 1 is the exact
 one-target worst case (the trade-off's Bayes success), so at n = 1 the bracket closes there.
@@ -38,9 +39,9 @@ __all__ = ["FLOOR_MECHANISM", "counts_at", "floor_counts", "floor_mechanism", "f
            "floor_successes", "low_tail", "rr_epsilon"]
 
 #: The family of mechanisms and the attack (``floor_mechanism`` names the member a profile gets).
-FLOOR_MECHANISM = ("a product of per-target class mechanisms (Gaussian simplex for mu-GDP, randomized response for "
-                   "(eps, delta)-DP and, certified below it, for any other profile) with the MAP attack (THEORY.md "
-                   "section 11)")
+FLOOR_MECHANISM = ("a product of per-target class mechanisms (Gaussian simplex for mu-GDP, randomized response revealing "
+                   "the class with probability delta for (eps, delta)-DP, and for every profile randomized response "
+                   "certified below it; the best per target) with the MAP attack (THEORY.md section 11)")
 #: At most this many classes per target (the m likeliest values and "rest").
 MAX_CLASSES = 16
 assert MAX_CLASSES <= _EXACT_TOP  # the values read are a rounded prior's exact head
