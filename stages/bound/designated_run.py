@@ -131,7 +131,7 @@ class DesignatedRun:
             out += cnt * val
         return out
 
-    # ---- the LP's fixed part and the maps from (P, Q) to each w's four counts
+    # ---- the LP's fixed part and the maps from its variables (A, B, the states below) to each w's four counts
     def _build(self) -> None:
         n, nm, ns = self.n, self.nm, self.ns
         sidx = lambda j, m: (j - self.j0) * nm + (m - self.m_lo)
@@ -150,7 +150,7 @@ class DesignatedRun:
                                      shape=(W, self.nv))
         # right at x̂: Q(j'+1, m'+1); right elsewhere: (j'+1) P(j'+1, m') - Q(j'+1, m');
         # wrong at x̂: (m'+1) P(j', m'+1) - Q(j', m'+1); wrong elsewhere: (n - m' - j') P(j', m') + Q(j', m')
-        self.maps = [mat([np.ones(W)], [Q(jp + 1, mp + 1)]),
+        maps = [mat([np.ones(W)], [Q(jp + 1, mp + 1)]),
                      mat([jp + 1.0, -np.ones(W)], [P(jp + 1, mp), Q(jp + 1, mp)]),
                      mat([mp + 1.0, -np.ones(W)], [P(jp, mp + 1), Q(jp, mp + 1)]),
                      mat([(n - mp - jp).astype(float), np.ones(W)], [P(jp, mp), Q(jp, mp)])]
@@ -160,18 +160,18 @@ class DesignatedRun:
         self.jj = jj
         # The LP's own variables: max(0, j + m - n) P <= Q <= min(j, m) P holds iff P = A + B and
         # Q = min(j, m) A + max(0, j + m - n) B for some A, B >= 0 (A = (Q - lo P) / (hi - lo), B = P - A; A = P, B = 0
-        # where hi = lo), so the LP runs on (A, B, the states below) with no row for these bounds: x_PQ = T x_AB.
+        # where hi = lo), so the LP runs on (A, B, the states below) with no row for these bounds: (P, Q) = T (A, B).
         hi_q, lo_q = np.minimum(jj, mm).astype(float), np.maximum(0, jj + mm - n).astype(float)
         low = np.arange(self.nlow)
         rows = np.concatenate([k, k, ns + k, ns + k, 2 * ns + low])
         cols = np.concatenate([k, ns + k, k, ns + k, 2 * ns + low])
         vals = np.concatenate([np.ones(ns), np.ones(ns), hi_q, lo_q, np.ones(self.nlow)])
-        self.T = sparse.csr_matrix((vals, (rows, cols)), shape=(self.nv, self.nv))
-        self.maps_ab = [(m @ self.T).tocsr() for m in self.maps]
+        T = sparse.csr_matrix((vals, (rows, cols)), shape=(self.nv, self.nv))
+        self.maps = [(m @ T).tocsr() for m in maps]  # each w's four counts, read off the LP's x = (A, B, below)
         # the law of M: sum_j P(j, m) (+ the states below j_from, one variable per m) = PB(m)
         A_eq = sparse.csr_matrix((np.ones(ns + self.nlow), (np.concatenate([k % nm, low]),
                                                              np.concatenate([k, 2 * ns + low]))), shape=(nm, self.nv))
-        self.A_eq = (A_eq @ self.T).tocsr()
+        self.A_eq = (A_eq @ T).tocsr()
 
     def _coefs(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
         """(K, n - j_from, L): coef_{j', m'}(theta) at the LP point x."""
@@ -198,7 +198,7 @@ class DesignatedRun:
     def _lp(self, c: int, cuts: list):
         """max Pr[N >= c, M kept] with the cuts: (the certified bound (the truncated mass added), x, which cuts bind
         (a positive multiplier))."""
-        n, nw, K, L = self.n, self.nw, len(cuts), self.L
+        nw, K, L = self.nw, len(cuts), self.L
         nt = self.nv + K * nw
         obj = np.zeros(nt)
         obj[: self.ns] = (self.jj >= c).astype(float)  # P(j, m) = A + B: the same weight on both
@@ -208,7 +208,7 @@ class DesignatedRun:
         # the box the constraints imply: A, B <= P <= 1, the states below j_from <= 1, y <= its cut's right-hand side
         upper = np.concatenate([np.ones(2 * self.ns + self.nlow), np.zeros(K * nw)])
         for k, (th, a, bb, rhs) in enumerate(cuts):
-            coef = sum(sign[t] * th[t] * self.maps_ab[t] for t in range(4)).tocsr()
+            coef = sum(sign[t] * th[t] * self.maps[t] for t in range(4)).tocsr()
             cols = (np.arange(nw)[:, None] * L + np.arange(a, bb)[None, :]).ravel()
             rows = np.repeat(np.arange(nw), bb - a)
             pick = sparse.csr_matrix((np.ones(cols.size), (rows, cols)), shape=(nw, self.W))
@@ -235,7 +235,7 @@ class DesignatedRun:
         # the law of M's kept entries are within ``trimmed`` (in sum) of the true ones: nu . pmf moves by at most this
         certified += float(np.max(np.abs(nu), initial=0.0)) * self.trimmed
         budget = np.arange(K) * (nw + 1) + nw  # each cut's row sum_j' y_j' <= rhs
-        return min(1.0, certified), self.T @ np.maximum(res.x[: self.nv], 0.0), lam[budget] > 0.0
+        return min(1.0, certified), np.maximum(res.x[: self.nv], 0.0), lam[budget] > 0.0
 
     def tail(self, c: int, target: float | None = None) -> float:
         """A certified bound on Pr[N >= c]; with ``target``, the rounds stop once it is below the target, or above it

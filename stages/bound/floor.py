@@ -27,9 +27,12 @@ targets' successes: any bound at confidence c that holds for every mechanism wit
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from scipy import integrate, special
+
+from stages._bisect import bisect
 
 from . import _validate, tails
 from .profiles import ApproxDP, PrivacyProfile, for_game
@@ -67,18 +70,21 @@ def _replace_one(profile: PrivacyProfile) -> PrivacyProfile:
     return for_game(profile, "reconstruction")
 
 
-def _kind(profile: PrivacyProfile) -> tuple:
-    """('gdp', mu) for an exactly mu-GDP profile, ('approx', eps, delta) for (eps, delta)-DP, else ('rr',), each with
-    the replace-one profile's ``_profile_low`` and the profile last: every profile also gets randomized response
-    certified below it."""
+class _Members(NamedTuple):
+    """The members of the family a profile gets: randomized response certified below it (``low``: its
+    ``_profile_low``) always, the Gaussian simplex where it is exactly mu-GDP (``mu``), (eps, delta)'s own randomized
+    response where it is (eps, delta)-DP (``approx``)."""
+    profile: PrivacyProfile  # the replace-one profile
+    low: np.ndarray
+    mu: float | None
+    approx: tuple[float, float] | None
+
+
+def _members(profile: PrivacyProfile) -> _Members:
     profile = _replace_one(profile)
     mu = profile.gdp_mu()
-    low = _profile_low(profile)
-    if mu is not None:
-        return ("gdp", float(mu), low, profile)
-    if isinstance(profile, ApproxDP):
-        return ("approx", float(profile.eps), float(profile.delta_), low, profile)
-    return ("rr", low, profile)
+    approx = (float(profile.eps), float(profile.delta_)) if mu is None and isinstance(profile, ApproxDP) else None
+    return _Members(profile, _profile_low(profile), None if mu is None else float(mu), approx)
 
 
 def _rr_delta(grid: np.ndarray, eps0: float, m: int) -> np.ndarray:
@@ -107,19 +113,15 @@ def _profile_low(profile: PrivacyProfile) -> np.ndarray:
 
 def _rr_epsilon(low: np.ndarray, m: int) -> float:
     """``rr_epsilon`` for m + 1 classes against a profile's ``_profile_low``."""
-    grid = _RR_GRID
+    grid, top = _RR_GRID, float(_RR_GRID[-1])
 
-    def meets(eps0: float) -> bool:
+    def breaks(eps0: float) -> bool:
         below = grid[:-1] < eps0
-        return bool(np.all(_rr_delta(grid[:-1][below], eps0, m) <= low[below]))
+        return not bool(np.all(_rr_delta(grid[:-1][below], eps0, m) <= low[below]))
 
-    if meets(float(grid[-1])):
-        return float(grid[-1])
-    lo, hi = 0.0, float(grid[-1])
-    while hi - lo > 1e-12 * max(1.0, hi):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if meets(mid) else (lo, mid)
-    return lo
+    if not breaks(top):
+        return top
+    return float(bisect(breaks, 0.0, top, rtol=1e-12)[0])  # its lo: 0 (eps0 = 0 meets any profile) or a point that met
 
 
 def rr_epsilon(profile: PrivacyProfile, classes: int = 2) -> float:
@@ -140,17 +142,17 @@ def rr_epsilon(profile: PrivacyProfile, classes: int = 2) -> float:
 
 def floor_mechanism(profile: PrivacyProfile) -> str:
     """The member of the family (``FLOOR_MECHANISM``) that ``profile`` gets, with its parameters, for every output."""
-    kind = _kind(profile)
-    low, prof = kind[-2], kind[-1]
-    rr = (f"(m + 1)-ary randomized response at eps0 = {_rr_epsilon(low, 1):.4g} for two classes up to "
-          f"{_rr_epsilon(low, MAX_CLASSES - 1):.4g} for {MAX_CLASSES} (the largest whose hockey-stick curve is "
-          f"certified below {prof!r}'s delta(eps))")
-    if kind[0] == "gdp":
-        what = (f"Gaussian simplex mechanisms with edge mu = {kind[1]:.6g} (exactly the profile's mu-GDP) or {rr}, "
+    mem = _members(profile)
+    rr = (f"(m + 1)-ary randomized response at eps0 = {_rr_epsilon(mem.low, 1):.4g} for two classes up to "
+          f"{_rr_epsilon(mem.low, MAX_CLASSES - 1):.4g} for {MAX_CLASSES} (the largest whose hockey-stick curve is "
+          f"certified below {mem.profile!r}'s delta(eps))")
+    if mem.mu is not None:
+        what = (f"Gaussian simplex mechanisms with edge mu = {mem.mu:.6g} (exactly the profile's mu-GDP) or {rr}, "
                 "per target whichever the attack does better on")
-    elif kind[0] == "approx":
-        what = (f"(m + 1)-ary randomized response at eps = {kind[1]:.6g} revealing the class with probability "
-                f"delta = {kind[2]:.3g} (exactly (eps, delta)-DP) or {rr}, per target whichever the attack does better on")
+    elif mem.approx is not None:
+        what = (f"(m + 1)-ary randomized response at eps = {mem.approx[0]:.6g} revealing the class with probability "
+                f"delta = {mem.approx[1]:.3g} (exactly (eps, delta)-DP) or {rr}, per target whichever the attack does "
+                "better on")
     else:
         what = rr
     return f"a product of per-target {what}, with the MAP attack (THEORY.md section 11)"
@@ -236,15 +238,14 @@ def floor_successes(profile: PrivacyProfile, distributions) -> tuple[np.ndarray,
 
 def _successes(profile: PrivacyProfile, dists: Distributions) -> tuple[np.ndarray, np.ndarray]:
     """``floor_successes`` of priors already checked by ``_true_priors``."""
-    kind = _kind(profile)
-    low = kind[-2]
+    mem = _members(profile)
     rr_eps = {}  # randomized response's certified eps0 per number of classes
     succ, best_m = np.zeros(len(dists.shapes)), np.zeros(len(dists.shapes), dtype=np.int64)
     for g, shape in enumerate(dists.shapes):
         top = _top_values(shape, MAX_CLASSES)
         best, arg = float(shape.p), 0
-        if kind[0] == "gdp":
-            mu = kind[1]
+        if mem.mu is not None:
+            mu = mem.mu
             if mu > 0 and top.size > 1:
                 m = 1 + int(np.argmax(_simplex_estimates(mu, top)))
                 val = _gaussian_simplex(mu, top[: m + 1])  # the value kept: quad, its error subtracted
@@ -252,10 +253,10 @@ def _successes(profile: PrivacyProfile, dists: Distributions) -> tuple[np.ndarra
                     best, arg = val, m
         for m in range(1, top.size):  # every profile: randomized response certified below it (and (eps, delta)'s own)
             if m not in rr_eps:
-                rr_eps[m] = _rr_epsilon(low, m)
+                rr_eps[m] = _rr_epsilon(mem.low, m)
             vals = [_randomized_response(rr_eps[m], 0.0, top[: m + 1])]
-            if kind[0] == "approx":
-                vals.append(_randomized_response(kind[1], kind[2], top[: m + 1]))
+            if mem.approx is not None:
+                vals.append(_randomized_response(*mem.approx, top[: m + 1]))
             if max(vals) > best:
                 best, arg = max(vals), m
         succ[g], best_m[g] = min(best, 1.0), arg
