@@ -31,7 +31,7 @@ from typing import Sequence
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from pipeline.io import bound_column, confidence_key, exceed_column
+from pipeline.io import bound_column, confidence_key, exceed_column, floor_column
 from pipeline.experiments.common import (PII_PAPER_EPS_PROTECT, Figure, Task, attach_stage_cache, finish, grid, group_rows,
                                          mean_interval, panel, subplots)
 
@@ -48,6 +48,11 @@ def _set_threads(threads: int | None) -> None:
         import torch
 
         torch.set_num_threads(int(threads))
+
+
+def _mean_or_none(value) -> float | None:
+    """A count (or the mean of per-trial counts) as a float; None stays None."""
+    return None if value is None else float(np.mean(value))
 
 
 def _dpsgd_epsilon(cfg: DictConfig) -> float | None:
@@ -86,8 +91,8 @@ class LLMCanaries(Figure):
                "noise_multiplier", "steps", "eps_add_remove", "eps_opacus_add_remove", "trials", "attack_mean",
                "attack_ci_low", "attack_ci_high", "select_trials", "select_mean", "heldout_trials", "heldout_mean",
                "heldout_ci_low", "heldout_ci_high", "model_only_mean", "fitted_mean", "fitted_temperature", "prior_mean", "diverged_trials",
-               "bound_theorem", *(bound_column(c) for c in LEVELS), *(exceed_column(c) for c in LEVELS),
-               *(f"model_only_{exceed_column(c)}" for c in LEVELS),
+               "bound_theorem", *(bound_column(c) for c in LEVELS), *(floor_column(c) for c in LEVELS), "floor_mechanism",
+               *(exceed_column(c) for c in LEVELS), *(f"model_only_{exceed_column(c)}" for c in LEVELS),
                *(f"fitted_{exceed_column(c)}" for c in LEVELS),
                "ideal_mean", "ideal_ci_low", "ideal_ci_high", "ideal_trials", "ideal_bound_theorem", "ideal_bound_0.95")
     # what the rows show already, and the idealized game's own overrides (its rows join the DP-SGD rows)
@@ -162,6 +167,9 @@ class LLMCanaries(Figure):
                                           else (None, None, None))
         temperatures = ((attacks.get("fitted") or {}).get("observed") or {}).get("temperature")
         bound = metrics["bound"]
+        # the worst case's lower end: the count law of a real mechanism with the same privacy profile, attacked by MAP
+        # (metrics.json worst_case_floor; stages.bound.floor); empty where it is not built or the run is not private
+        floor = (metrics.get("worst_case_floor") or {}) if private else {}
         built = (metrics.get("params") or {}).get("mechanism") or {}
         return [{
             "game": "dpsgd", "prior_name": metrics["boxes"]["prior"], "model": (built.get("model") or {}).get("model"),
@@ -188,6 +196,8 @@ class LLMCanaries(Figure):
                 (main.get("observed") or {}).get("unusable_canaries") or [0], dtype=float) > 0)),
             "bound_theorem": metrics["bound_theorem"]["theorem"] if private else "none (not private)",
             **{bound_column(c): (bound[confidence_key(c)] if private else None) for c in LEVELS},
+            **{floor_column(c): _mean_or_none((floor.get("counts") or {}).get(confidence_key(c))) for c in LEVELS},
+            "floor_mechanism": floor.get("mechanism") if floor.get("counts") else None,
             **{exceed_column(c): exceed(metrics["attack_label"])[c] for c in LEVELS},
             **{f"model_only_{exceed_column(c)}": exceed("model_only")[c] for c in LEVELS},
             **{f"fitted_{exceed_column(c)}": exceed("fitted")[c] for c in LEVELS},
@@ -269,6 +279,13 @@ class LLMCanaries(Figure):
                 ax.fill_between(eps, get("bound_0.05"), get("bound_0.95"), color="0.85", label="bound 0.05-0.95")
                 ax.plot(eps, get("bound_0.5"), "k--", linewidth=0.8, label="bound @ 0.5")
                 ax.plot(eps, get("bound_0.95"), "k-", linewidth=1.0, label="bound @ 0.95")
+                lows, highs = get(floor_column(LEVELS[-1])), get(bound_column(LEVELS[-1]))
+                if not np.all(np.isnan(lows)):  # the bracket: a real mechanism with the profile reaches the floor
+                    ax.fill_between(eps, lows, highs, where=~(np.isnan(lows) | np.isnan(highs)), facecolor="none",
+                                    hatch="///", edgecolor="0.45", linewidth=0,
+                                    label=f"worst case @ {LEVELS[-1]:g} lies here (floor to bound)")
+                    notes.add("floor: the count of a real mechanism with the same privacy profile, MAP attack "
+                              "(csv column floor_mechanism; THEORY.md section 11)")
                 mean, low, high = get("reported_mean"), get("reported_ci_low"), get("reported_ci_high")
                 ax.errorbar(eps, mean, yerr=[np.nan_to_num(mean - low), np.nan_to_num(high - mean)], fmt="o-",
                             capsize=3, label="Model Attack, T = 1 (best hyperparameters, 95% CI)")

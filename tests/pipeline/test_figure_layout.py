@@ -372,12 +372,15 @@ def _llm_rows() -> list[dict]:
                     "heldout_ci_low": attack - 6, "heldout_ci_high": attack + 4, "model_only_mean": attack - 3,
                     "fitted_mean": 30 + 10 * e + 5 * p, "prior_mean": 10.0 + 20 * p, "diverged_trials": 0,
                     "bound_theorem": SPLIT, "bound_0.05": 13 + 30 * e, "bound_0.5": 17 + 30 * e,
-                    "bound_0.95": min(100, 26 + 30 * e), **{f"{v}exceed_{c:g}": 0.0 for v in ("", "model_only_", "fitted_")
+                    "bound_0.95": min(100, 26 + 30 * e), "floor_0.05": 10 + 25 * e, "floor_0.5": 15 + 25 * e,
+                    "floor_0.95": min(100, 20 + 25 * e), "floor_mechanism": "randomized response",
+                    **{f"{v}exceed_{c:g}": 0.0 for v in ("", "model_only_", "fitted_")
                                                            for c in LEVELS},
                     "ideal_mean": 13 + 40 * e, "ideal_ci_low": 12 + 40 * e, "ideal_ci_high": 14 + 40 * e,
                     "ideal_trials": 200, "ideal_bound_theorem": SPLIT, "ideal_bound_0.95": min(100, 26 + 30 * e)})
     rows.append({**rows[0], "private": False, "eps": None, "delta": None, "bound_theorem": "none (not private)",
-                 **{f"bound_{c:g}": None for c in LEVELS}, **{f"exceed_{c:g}": None for c in LEVELS},
+                 **{f"bound_{c:g}": None for c in LEVELS}, **{f"floor_{c:g}": None for c in LEVELS},
+                 "floor_mechanism": None, **{f"exceed_{c:g}": None for c in LEVELS},
                  "attack_mean": 86.5, "ideal_mean": None})
     return rows
 
@@ -390,7 +393,8 @@ def test_llm_canaries_figure(tmp_path):
     fig = _saved(saved, "llm_canaries.png")
     problems = _check(fig, results=["attack_mean", "bound_0.95", "exceed_0.95", "ideal_mean"],
                       series={"model_only": "model only", "fitted": "temperature fitted",
-                              "ideal": "idealized Gaussian", "not private": "not private"})
+                              "ideal": "idealized Gaussian", "not private": "not private",
+                              "floor_0.95": "floor to bound"})
     assert not problems, problems
 
 

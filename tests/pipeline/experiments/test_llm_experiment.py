@@ -41,6 +41,11 @@ def test_llm_canaries_sweep_plays_both_games_and_reuses_its_trainings(prior, com
     assert row["ideal_trials"] == 20 and row["ideal_bound_theorem"] == ideal_metrics["bound_theorem"]["theorem"]
     assert 0 <= row["prior_mean"] <= 10 and 0 <= row["ideal_mean"] <= 10
     assert row["bound_0.05"] <= row["bound_0.5"] <= row["bound_0.95"] <= 10
+    # the worst case's lower end beside the bound: the floor of a real mechanism with the DP-SGD profile
+    floor = metrics["worst_case_floor"]
+    assert row["floor_mechanism"] == floor["mechanism"] and "randomized response" in row["floor_mechanism"]
+    for c in ("0.05", "0.5", "0.95"):
+        assert row[f"floor_{c}"] == floor["counts"][c] and 0 <= row[f"floor_{c}"] <= row[f"bound_{c}"]
     # Issue 14 items 2, 6, 16: the theorem, the model, and the exceedance at every confidence for every variant
     assert row["bound_theorem"] == metrics["bound_theorem"]["theorem"] and row["bound_theorem"]
     assert row["model"] == "tiny" and row["trainable"] == "body" and row["private"] is True and row["delta"] == 1e-5
@@ -107,6 +112,7 @@ def test_non_private_llm_job_has_no_epsilon_no_bound_and_is_drawn_so(compose, tm
     metrics = json.loads((tmp_path / "sweep" / "0" / "metrics.json").read_text())
     assert row["private"] is False and row["eps"] is None and row["bound_0.95"] is None
     assert row["exceed_0.95"] is None and row["ideal_mean"] is None and row["bound_theorem"] == "none (not private)"
+    assert row["floor_0.95"] is None and row["floor_mechanism"] is None
     assert metrics["bound"] is None and metrics["privacy"]["private"] is False and metrics["privacy"]["epsilon"] is None
     private = {**row, "private": True, "eps": 10.0, "delta": 1e-5, "bound_0.05": 1, "bound_0.5": 2, "bound_0.95": 3,
                "ideal_mean": 1.0, "ideal_ci_low": 0.5, "ideal_ci_high": 1.5, "bound_theorem": "some theorem",
