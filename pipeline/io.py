@@ -27,6 +27,17 @@ def floor_column(confidence: float) -> str:
     return f"floor_{float(confidence):g}"
 
 
+def floor_cells(metrics: Mapping[str, Any], confidences, private: bool) -> dict[str, Any]:
+    """A job's floor_<c> cells: metrics.json worst_case_floor.counts at each confidence (the mean over trials for a
+    per-trial law); None where the floor is not built (worst_case_floor.reason says why) or the run is not private."""
+    floor = (metrics.get("worst_case_floor") or {}).get("counts") or {}
+    cells = {}
+    for confidence in confidences:
+        value = floor.get(confidence_key(confidence))
+        cells[floor_column(confidence)] = (float(np.mean(value)) if isinstance(value, list) else value) if private else None
+    return cells
+
+
 def exceed_column(confidence: float) -> str:
     """'exceed_0.95': the CSV column of the fraction of trials in which the attack exceeded bound_<c>."""
     return f"exceed_{float(confidence):g}"

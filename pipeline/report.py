@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.io import (bound_column, confidence_key, confidence_of_column, exceed_column, floor_column,
+from pipeline.io import (bound_column, confidence_key, confidence_of_column, exceed_column, floor_cells, floor_column,
                          save_figure_atomic)
 
 __all__ = ["collect", "write_csv", "plot", "report_figure", "main", "missing_jobs", "MISSING_JOBS", "UNREADABLE",
@@ -168,10 +168,7 @@ def _row(metrics_path: Path, root: Path, metrics: dict[str, Any]) -> dict[str, A
         row[exceed_column(confidence)] = exceed.get(confidence_key(confidence)) if private else None
     # The worst case's lower end (a real mechanism's count, THEORY.md section 11; a mean over trials for a per-trial
     # law), empty where it is not built (metrics.json worst_case_floor.reason says why) or the run is not private.
-    floor = (metrics.get("worst_case_floor") or {}).get("counts") or {}
-    for confidence in confidences:
-        value = floor.get(confidence_key(confidence))
-        row[floor_column(confidence)] = (float(np.mean(value)) if isinstance(value, list) else value) if private else None
+    row.update(floor_cells(metrics, confidences, private))
     # Every variant the game scored on the same releases (metrics.json "attacks"): its success and exceedance.
     attacks = metrics.get("attacks") or {}
     row["attack_label"] = metrics.get("attack_label", "")

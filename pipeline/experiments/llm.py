@@ -31,7 +31,7 @@ from typing import Sequence
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from pipeline.io import bound_column, confidence_key, exceed_column, floor_column
+from pipeline.io import bound_column, confidence_key, exceed_column, floor_cells, floor_column
 from pipeline.experiments.common import (PII_PAPER_EPS_PROTECT, Figure, Task, attach_stage_cache, finish, grid, group_rows,
                                          mean_interval, panel, subplots)
 
@@ -48,11 +48,6 @@ def _set_threads(threads: int | None) -> None:
         import torch
 
         torch.set_num_threads(int(threads))
-
-
-def _mean_or_none(value) -> float | None:
-    """A count (or the mean of per-trial counts) as a float; None stays None."""
-    return None if value is None else float(np.mean(value))
 
 
 def _dpsgd_epsilon(cfg: DictConfig) -> float | None:
@@ -167,9 +162,7 @@ class LLMCanaries(Figure):
                                           else (None, None, None))
         temperatures = ((attacks.get("fitted") or {}).get("observed") or {}).get("temperature")
         bound = metrics["bound"]
-        # the worst case's lower end: the count law of a real mechanism with the same privacy profile, attacked by MAP
-        # (metrics.json worst_case_floor; stages.bound.floor); empty where it is not built or the run is not private
-        floor = (metrics.get("worst_case_floor") or {}) if private else {}
+        floor = metrics.get("worst_case_floor") or {}
         built = (metrics.get("params") or {}).get("mechanism") or {}
         return [{
             "game": "dpsgd", "prior_name": metrics["boxes"]["prior"], "model": (built.get("model") or {}).get("model"),
@@ -196,8 +189,9 @@ class LLMCanaries(Figure):
                 (main.get("observed") or {}).get("unusable_canaries") or [0], dtype=float) > 0)),
             "bound_theorem": metrics["bound_theorem"]["theorem"] if private else "none (not private)",
             **{bound_column(c): (bound[confidence_key(c)] if private else None) for c in LEVELS},
-            **{floor_column(c): _mean_or_none((floor.get("counts") or {}).get(confidence_key(c))) for c in LEVELS},
-            "floor_mechanism": floor.get("mechanism") if floor.get("counts") else None,
+            # the worst case's lower end: a real mechanism with the same privacy profile, attacked by MAP
+            **floor_cells(metrics, LEVELS, private),
+            "floor_mechanism": floor.get("mechanism") if private and floor.get("counts") else None,
             **{exceed_column(c): exceed(metrics["attack_label"])[c] for c in LEVELS},
             **{f"model_only_{exceed_column(c)}": exceed("model_only")[c] for c in LEVELS},
             **{f"fitted_{exceed_column(c)}": exceed("fitted")[c] for c in LEVELS},
