@@ -2,13 +2,16 @@
 
 What a user sees when something goes wrong is one line on stderr and a non-zero exit, never a
 traceback, for everything that is not a bug: a refused config value (`error: ...`, exit 2; the job
-folder Hydra made for it is removed again), an unusable `outputs_dir` (exit 2), Ctrl-C (exit 130),
-and a failing job of a -m sweep (its one-line error, then where its log is). A job that finishes
-prints its folder; a sweep prints its folder when it ends (pipeline.tracking.SweepFolder).
+folder Hydra made for it is removed again), a misspelt key (the nearest real one, exit 2), an unusable
+`outputs_dir` (exit 2), Ctrl-C (exit 130, naming what the job folder truly holds), and a failing job of a -m sweep
+(its one-line error, then where its log is). A job that finishes prints its folder; a job whose folder already holds
+its own metrics.json is done (a sweep run again after an interruption: pipeline.job.check_output_dir); a sweep prints
+its folder when it ends (pipeline.tracking.SweepFolder).
 """
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import re
 import shutil
@@ -26,7 +29,10 @@ from omegaconf import DictConfig
 
 import pipeline  # noqa: F401  (registers the ${original_cwd:}, ${unique:} and ${record_subdir:} resolvers)
 from pipeline.game import ConfigError
-from pipeline.job import check_output_dir, run_job
+from pipeline.job import check_output_dir, complete_job, folder_contents, run_job
+from pipeline.preflight import check_data
+
+_log = logging.getLogger("pipeline.job")
 
 # Exit status for a config value that a box or the game refused (Hydra itself exits 1 on an unknown option).
 BAD_INPUT = 2
@@ -34,7 +40,7 @@ INTERRUPTED = 130
 TERMINATED = 143  # 128 + SIGTERM, what a shell reports for a process killed by SIGTERM
 # Files are "made by this process" if modified after this moment (1 s of slack for coarse file systems).
 _STARTED = time.time() - 1.0
-# The job folder of the job running in this process (for the Ctrl-C message).
+# The job folder of the job running in this process, and its sweep's folder in a -m sweep (for the Ctrl-C message).
 _CURRENT_JOB: dict[str, str] = {}
 # What Hydra writes into a job folder before the job runs: the only content a refused job's folder may hold
 # for it to be removed (besides <job>.log and, with logger=wandb, the W&B run the job started: wandb/).
@@ -148,14 +154,24 @@ def app(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
     output_dir = hydra_cfg.runtime.output_dir
     _CURRENT_JOB["dir"] = output_dir
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        _CURRENT_JOB["sweep"] = str(hydra_cfg.sweep.dir)
     # An experiment (conf/experiment/*.yaml) names its task; otherwise the job plays one game.
     run = run_job
     if cfg.get("task") is not None:
         from pipeline.experiments import run_task as run
     try:
-        check_output_dir(output_dir)  # never run into another job's finished folder
-        run(cfg, output_dir, choices=dict(hydra_cfg.runtime.choices),
-            run_name=hydra_cfg.job.override_dirname or "defaults")
+        # Never run into another job's finished folder; this very job finished there (a sweep run again after an
+        # interruption): it is done, and only what an older run of it left undrawn is drawn.
+        if check_output_dir(output_dir, cfg, list(hydra_cfg.overrides.task)):
+            drawn = complete_job(cfg, output_dir)
+            _log.info("job folder %s already holds this job's metrics.json, so the job is done%s", output_dir,
+                     f" (drew what it lacked: {', '.join(drawn)})" if drawn else "")
+        else:
+            if cfg.get("task") is not None:  # a game checks its data in check_config; a task before it builds anything
+                check_data(cfg)
+            run(cfg, output_dir, choices=dict(hydra_cfg.runtime.choices),
+                run_name=hydra_cfg.job.override_dirname or "defaults")
     except (ConfigError, FileNotFoundError) as exc:
         # A refused value (or a missing data file): one sentence; nothing was computed, so the folder
         # Hydra made for the job goes too (the game computes everything before it writes).
@@ -232,6 +248,24 @@ def _outputs_dir_problem(argv: list[str]) -> str | None:
     return None
 
 
+def _interrupted_job(cancelled: list[str] | None) -> str:
+    """What an interrupt leaves, truly: the last job's folder and what it holds (or the SLURM jobs it cancelled),
+    and how to resume."""
+    folder, sweep = _CURRENT_JOB.get("dir"), _CURRENT_JOB.get("sweep")
+    if cancelled:
+        state = f"; its SLURM job{'s' * (len(cancelled) > 1)} {', '.join(cancelled)} cancelled"
+    elif folder is None or not Path(folder).is_dir():
+        state = ""
+    elif Path(folder, "metrics.json").exists():
+        state = f"; job folder {folder} is finished (it holds {folder_contents(folder)})"
+    else:
+        state = f"; job folder {folder} holds {folder_contents(folder)} but no metrics.json (the job did not finish)"
+    if sweep is not None:  # the default sweep folder is new for every run: name this one to finish its jobs
+        return (f"{state}; finished stages are cached, and the same command with hydra.sweep.dir={sweep} finishes "
+                "the sweep's missing jobs")
+    return f"{state}; finished stages are cached, so the same command resumes"
+
+
 def _submitit_failure(exc: BaseException) -> tuple[str, str | None]:
     """(the failed job's one-line error, its log path) from submitit's exception in the sweep's process."""
     text = str(exc)
@@ -274,13 +308,10 @@ def main() -> None:
         app()
     except KeyboardInterrupt as exc:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        folder = _CURRENT_JOB.get("dir")
-        where = f"; {folder} holds its log but no metrics.json" if folder else ""
-        cancelled = getattr(exc, "cancelled_slurm_jobs", None)  # pipeline.slurm_launcher scancel'ed the sweep's jobs
-        if cancelled:
-            where += f"; its SLURM job{'s' * (len(cancelled) > 1)} {', '.join(cancelled)} cancelled"
+        # pipeline.slurm_launcher scancel'ed the sweep's jobs
+        where = _interrupted_job(getattr(exc, "cancelled_slurm_jobs", None))
         what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
-        print(f"{what}{where}; finished stages are cached, so the same command resumes.", file=sys.stderr)
+        print(f"{what}{where}.", file=sys.stderr)
         sys.exit(TERMINATED if isinstance(exc, Terminated) else INTERRUPTED)
     except ConfigError as exc:  # a refused value in a -m sweep's job (run mode exits inside app)
         print(f"error: {exc}", file=sys.stderr)
@@ -305,6 +336,12 @@ def main() -> None:
             sys.exit(1)
         from hydra.errors import CompactHydraException
 
+        from pipeline.hydra_guard import unknown_key
+
+        problem = unknown_key(exc, sys.argv[1:])  # a misspelt key: the nearest real one, not Hydra's "+" advice
+        if problem is not None:
+            print(f"error: {problem}", file=sys.stderr)
+            sys.exit(BAD_INPUT)
         if isinstance(exc, CompactHydraException):  # Hydra's own one-paragraph errors (unknown option, ...)
             print(str(exc), file=sys.stderr)
             if exc.__cause__ is not None and type(exc.__cause__).__module__.startswith("omegaconf"):

@@ -26,6 +26,31 @@ class ConfigError(ValueError):
 _CONFIG_PROBLEMS = (ValueError, FileNotFoundError, ImportError, TypeError)
 
 
+def _unknown_argument(group: str, cfg: DictConfig) -> ConfigError | None:
+    """One sentence when cfg[group] gives its box an argument that the `_target_`'s signature does not have (the
+    first such), naming the box's real arguments and the nearest of them; None when every argument is taken."""
+    import difflib
+    import inspect
+
+    from hydra.utils import get_object
+
+    target = str(cfg[group].get("_target_"))
+    try:
+        parameters = inspect.signature(get_object(target)).parameters.values()
+    except Exception:  # noqa: BLE001 - a target that cannot be looked at: the constructor's own sentence is reported
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return None
+    takes = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = [str(k) for k in cfg[group] if not str(k).startswith("_") and str(k) not in takes]
+    if not unknown:
+        return None
+    near = difflib.get_close_matches(unknown[0], takes, n=1)
+    return ConfigError(
+        f"{group}.{unknown[0]} is not an argument of the {group} box {target}, which takes {', '.join(takes)}; remove "
+        f"it{f', or did you mean {group}.{near[0]}?' if near else '.'}", key=f"{group}.{unknown[0]}")
+
+
 def _box_error(group: str, cfg: DictConfig, exc: BaseException) -> ConfigError:
     """One sentence naming the config key (group.argument) and the value the box refused."""
     cause = exc
@@ -37,6 +62,10 @@ def _box_error(group: str, cfg: DictConfig, exc: BaseException) -> ConfigError:
                            f"sizes (e.g. {group}.n_targets or {group}.domain_size).")
     if not isinstance(cause, _CONFIG_PROBLEMS):
         raise exc
+    if isinstance(cause, TypeError):  # e.g. `+mechanism.epsilom=2`: an argument the constructor does not take
+        unknown = _unknown_argument(group, cfg)
+        if unknown is not None:
+            return unknown
     message = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
     if isinstance(cause, ArgumentError):  # the box named its argument as data
         argument = cause.argument

@@ -11,7 +11,13 @@ import numpy as np
 from pipeline.io import save_figure_atomic
 from pipeline.labels import BOUND_READING, baseline_label, bound_label, game_label
 
-__all__ = ["wrap", "legend_below", "plot_successes"]
+__all__ = ["wrap", "legend_below", "plot_successes", "count_bins", "BARS_READING"]
+
+#: How a histogram of counts meets its bound lines (plot_successes).
+BARS_READING = ("Each bar is one count of targets, centred on it; a bound line \"at most v\" is drawn at v + 0.5, so a "
+                "bar left of the line is within the bound.")
+#: At most this many bars span a histogram of counts (wider data takes bars of several counts).
+_MAX_BARS = 60
 
 #: Inches between the blocks stacked under the panels (legend, note) and around them.
 _PAD_IN = 0.06
@@ -78,6 +84,17 @@ def legend_below(fig, handles: Sequence, labels: Sequence[str], *, title: str = 
     fig.tight_layout(rect=(0, (legend_in + note_in) / total, 1, 1 - top_in / total))
 
 
+def count_bins(low: int, high: int, bound: float | None = None) -> np.ndarray:
+    """Bin edges for a histogram of the counts low..high: one count a bar, centred on it (edges at half-integers);
+    over a wide range several counts a bar, aligned so that a bar ends at bound + 0.5 (the highest bound line, "at
+    most bound"), so no bar straddles that line."""
+    step = max(1, -(-(high - low + 1) // _MAX_BARS))
+    start = low - 0.5
+    if bound is not None and step > 1:
+        start -= (low - round(bound) - 1) % step  # an edge at round(bound) + 0.5
+    return np.arange(start, high + 0.5 + step, step)
+
+
 def plot_successes(metrics: dict, path: str | os.PathLike) -> None:
     """Histogram of the successes per trial of the attack, of every variant scored beside it and of the prior
     baseline, with the bound counts; the game in the title, one legend under the panel (a legend inside it covers
@@ -95,26 +112,28 @@ def plot_successes(metrics: dict, path: str | os.PathLike) -> None:
     variants = {label: np.asarray(a["successes"]) for label, a in list((metrics.get("attacks") or {}).items())[1:]}
     width = 6.4
     fig, ax = plt.subplots(figsize=(width, 3.0))
-    top = int(max([attack.max(initial=0), baseline.max(initial=0), *(v.max(initial=0) for v in variants.values())]))
-    step = max(1, (top + 1) // 40)
-    bins = np.arange(-0.5, top + step + 0.5, step)  # the last bin holds `top` (the best trial)
+    bound = metrics.get("bound")
+    lines = [(float(confidence), float(np.mean(np.atleast_1d(np.asarray(count, dtype=float)))),
+              np.asarray(count).size > 1) for confidence, count in (bound or {}).items()]
+    counts = np.concatenate([attack, baseline, *variants.values()]).astype(float)
+    bins = count_bins(int(counts.min(initial=np.inf)) if counts.size else 0, int(counts.max(initial=0)),
+                      max((v for _, v, _ in lines), default=None))
     ax.hist(baseline, bins=bins, alpha=0.5, color="C0", label=baseline_label(metrics))
     name = metrics["boxes"]["attack"]
     ax.hist(attack, bins=bins, alpha=0.5, color="C1", label=f"attack: {name}" + (f" ({main})" if main != name else ""))
     for i, (label, successes) in enumerate(variants.items()):  # outlines, so the bars stay visible under them
         ax.hist(successes, bins=bins, histtype="step", linewidth=1.6, color=f"C{2 + i}",
                 linestyle=("--", "-.", ":")[i % 3], label=f"attack variant: {label}")
-    bound = metrics.get("bound")
-    for (confidence, count), style in zip((bound or {}).items(), ("dotted", "dashed", "solid", "dashdot")):
-        counts = np.atleast_1d(np.asarray(count, dtype=float))
-        ax.axvline(float(np.mean(counts)), color="k", linestyle=style,
-                   label=f"bound @ {float(confidence):g}" + (" (mean of the trials' counts)" if counts.size > 1 else ""))
+    # a bar is one count (centred on it); the bound "at most v" is the line just right of v's bar, at v + 0.5
+    for (confidence, count, mean), style in zip(lines, ("dotted", "dashed", "solid", "dashdot")):
+        ax.axvline(count + 0.5, color="k", linestyle=style, label=f"bound @ {confidence:g}: at most {count:g}"
+                   + (" (mean of the trials' counts)" if mean else ""))
     floors = ((metrics.get("worst_case_floor") or {}).get("counts") or {}) if bound else {}
     if floors:  # the bracket at the highest confidence: what a real mechanism with the profile reaches, up to the bound
         confidence = max(floors, key=float)
         low = float(np.mean(np.atleast_1d(np.asarray(floors[confidence], dtype=float))))
         high = float(np.mean(np.atleast_1d(np.asarray(bound[confidence], dtype=float))))
-        ax.axvspan(low, max(low, high), color="0.6", alpha=0.25, zorder=0, linewidth=0,
+        ax.axvspan(low - 0.5, max(low, high) + 0.5, color="0.6", alpha=0.25, zorder=0, linewidth=0,
                    label=f"worst case @ {float(confidence):g} lies here (floor to bound)")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # trials are counted
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -134,7 +153,8 @@ def plot_successes(metrics: dict, path: str | os.PathLike) -> None:
         top_in = header.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi + 0.1
     title = f"bound lines: {bound_label(metrics)}" if bound is not None else ""
     handles, labels = ax.get_legend_handles_labels()
-    legend_below(fig, handles, labels, title=title, note=BOUND_READING if bound is not None else "", max_columns=2,
+    legend_below(fig, handles, labels, title=title, note=f"{BOUND_READING} {BARS_READING}" if bound is not None else "",
+                 max_columns=2,
                  top_in=top_in)
     if warnings:
         header.set_y(1 - 0.05 / fig.get_size_inches()[1])

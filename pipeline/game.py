@@ -12,7 +12,9 @@ Stages (pipeline.cache): the played trials (`trials`, keyed by the four game box
 every data file they read, the seed and the trials), and inside them, per trial, the release when the
 mechanism declares `cache_release` (a DP-SGD training, a table's marginals) and an attack's metric-free
 `prepare` step (RAP's relaxed table), so a sweep over bounds, confidences, metrics or target columns plays
-each expensive step once, and an edited data file plays them again. A mechanism that trains several trials
+each expensive step once, and an edited data file plays them again; then the bounds and the floor (`bound`, keyed
+by the trials' key, the bound box's config, the profile's identity, n, the confidences and every theorem's version:
+bound_stage_config), so a rerun computes no bound. A mechanism that trains several trials
 together (trials_side_by_side: DP-SGD) gets the uncached trials' records before the loop and caches each
 trial's release as its own entry; the loop then plays every trial as usual. The bound box then turns the
 mechanism's privacy profile and the law(s) into counts at the configured confidences.
@@ -25,6 +27,7 @@ The per-target guesses and prior successes are kept only when `save_per_target=t
 """
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -41,7 +44,7 @@ from stages._progress import Progress  # the one progress display
 from pipeline.record import AttackPlay, PlayedGame
 from pipeline.io import confidence_key, plain
 from stages.bound import _validate
-from stages.bound.box import PlayedTrials, TrialLaws, distributions_of, group_prior_success
+from stages.bound.box import PlayedTrials, TrialLaws, distributions_of, group_prior_success, theorem_versions
 from stages.bound import floor
 from stages.mechanism import DEFAULT_DELTA
 
@@ -60,6 +63,7 @@ __all__ = [
     "bound_of",
     "floor_of",
     "game_stage",
+    "bound_stage_config",
     "game_metrics",
     "release_key",
     "trials_stage_config",
@@ -81,6 +85,9 @@ TRIALS_STAGE_VERSION = 3
 # The per-trial release and attack stages (pipeline.game.release_key, _guess).
 RELEASE_STAGE_VERSION = 1
 ATTACK_STAGE_VERSION = 1
+# The bounds and the floor (pipeline.game.bound_stage_config). Bump when the stage's record changes; a theorem's
+# numbers are versioned by the theorem (stages.bound.box.theorem_versions, in the key).
+BOUND_STAGE_VERSION = 1
 # Config keys that say where data files are, not what they hold: the files' hashes replace them in stage keys.
 _DATA_LOCATION_KEYS = ("data_dir",)
 
@@ -616,23 +623,69 @@ def unusable_warning(attacks: Mapping[str, Mapping], n_targets: int, trials: int
                    f"mechanism.learning_rate (or mechanism.clip_norm) and run again.")
 
 
+def bound_stage_config(cfg: DictConfig, boxes: Boxes, confidences: np.ndarray, trials_key: str | None) -> dict | None:
+    """What determines a game's bounds and floor: the played trials (their stage key `trials_key`, which fixes the
+    prior, the metric, the attack's guesses and the mechanism), the bound box's config, the privacy profile's identity,
+    n, the confidences and the version of every theorem (stages.bound.box.theorem_versions). None where the bounds
+    are not cached: no trials key (no cache), no profile (not private), or a profile whose identity is more than
+    JSON (a user's delta function: stages.bound.accountants.DeltaCurve), which no later process can recognise."""
+    profile = boxes.mechanism.profile
+    if trials_key is None or profile is None:
+        return None
+    identity = profile.identity()
+    if not all(isinstance(part, str) for part in identity):
+        return None
+    return {"stage": "bound", "version": BOUND_STAGE_VERSION, "theorems": theorem_versions(), "trials": trials_key,
+            "bound": OmegaConf.to_container(cfg.bound, resolve=True), "profile": list(identity),
+            "n": int(boxes.prior.n_targets),
+            "confidences": [float(c) for c in confidences]}
+
+
+def _bounds(boxes: Boxes, played: PlayedGame, confidences: np.ndarray, laws: list | None) -> dict:
+    """Every attack's bound (bound_of) and the floor beside the first attack's (floor_of), as JSON holds them:
+    {"attacks": {label: {"bound", "per_trial", "theorem"}}, "floor": ...}."""
+    attacks = {attack.label: bound_of(boxes, attack.trials, confidences, laws) for attack in played.attacks}
+    main = attacks[played.labels[0]]
+    floor_record = floor_of(boxes, confidences, main["theorem"], laws)
+    return json.loads(json.dumps(plain({"attacks": attacks, "floor": floor_record})))
+
+
+def bound_stage(boxes: Boxes, played: PlayedGame, confidences: np.ndarray, laws: list | None,
+                cache: StageCache | None, config: Mapping | None) -> tuple[dict, dict]:
+    """(the bounds and the floor, stage info): through the cache's `bound` stage (config: bound_stage_config), or
+    computed now. The record is the same JSON either way, so metrics.json is the same cold and warm."""
+    if cache is None or config is None:
+        return _bounds(boxes, played, confidences, laws), {"key": None, "reused": False}
+    computed_before = len(cache.computed)
+
+    def compute(directory: Path) -> None:
+        (directory / "bound.json").write_text(json.dumps(_bounds(boxes, played, confidences, laws)) + "\n")
+
+    artifact = cache.get_or_compute("bound", config, compute)
+    reused = not any(stage == "bound" for stage, _ in cache.computed[computed_before:])
+    log.info("stage bound %s: %s", "reused" if reused else "computed", artifact)
+    return json.loads((artifact / "bound.json").read_text()), {"key": artifact.name, "reused": reused}
+
+
 def game_metrics(boxes: Boxes, played: PlayedGame, confidences: np.ndarray, *, trials: int, seed,
-                 files: Mapping | None = None, stage: Mapping | None = None) -> dict:
+                 files: Mapping | None = None, stage: Mapping | None = None, cache: StageCache | None = None,
+                 bound_config: Mapping | None = None) -> dict:
     """metrics.json of one game from its played trials: the attack and every variant scored against the
-    bound at every confidence, the prior baseline, the privacy guarantee (or why there is none)."""
+    bound at every confidence, the prior baseline, the privacy guarantee (or why there is none). The bounds and
+    the floor go through the cache's `bound` stage when `cache` and `bound_config` (bound_stage_config) are given."""
     labels = played.labels
     summary = played.attack.trials
     privacy = privacy_of(boxes.mechanism)
     laws = None
     if played.per_trial_law:  # per-trial laws: rebuilt from each trial's records
         laws = [boxes.prior.for_trial(X) for X in played.records]
-    attacks = {}
-    for attack in played.attacks:
-        bound = bound_of(boxes, attack.trials, confidences, laws) if privacy["private"] else None
-        attacks[attack.label] = _attack_metrics(attack, bound, confidences)
+    bounds, bound_info = (bound_stage(boxes, played, confidences, laws, cache, bound_config) if privacy["private"]
+                          else (None, {"key": None, "reused": False}))
+    attacks = {attack.label: _attack_metrics(attack, bounds["attacks"][attack.label] if bounds else None, confidences)
+               for attack in played.attacks}
     main = attacks[labels[0]]
     theorem = main["bound_theorem"]
-    worst_case_floor = floor_of(boxes, confidences, theorem, laws) if privacy["private"] else None
+    worst_case_floor = bounds["floor"] if bounds else None
     if theorem is not None:
         log.info("bound theorem: %s (set-valued success: %s; %s)", theorem["theorem"], theorem["set_valued"],
                  theorem["reason"])
@@ -683,7 +736,7 @@ def game_metrics(boxes: Boxes, played: PlayedGame, confidences: np.ndarray, *, t
         # Every box's parameters as built (a fitted Zipf exponent, a comparator's name, ...).
         "params": boxes.params(),
         "data_files": dict(files or {}),
-        "stages": {"trials": dict(stage or {"key": None, "reused": False})},
+        "stages": {"trials": dict(stage or {"key": None, "reused": False}), "bound": bound_info},
     }
     if release:
         metrics["release"] = release
@@ -710,7 +763,8 @@ def compute_metrics(cfg: DictConfig, cache: StageCache | None = None, *, seed=No
     try:
         files = data_fingerprints(boxes.as_dict())
         played, stage = game_stage(cfg, boxes, seed, trials, cache, per_target=per_target)
-        metrics = game_metrics(boxes, played, confidences, trials=trials, seed=seed, files=files, stage=stage)
+        metrics = game_metrics(boxes, played, confidences, trials=trials, seed=seed, files=files, stage=stage,
+                               cache=cache, bound_config=bound_stage_config(cfg, boxes, confidences, stage["key"]))
     except (ValueError, FileNotFoundError) as exc:
         raise ConfigError(str(exc).strip().splitlines()[0]) from exc
     return metrics, played, boxes

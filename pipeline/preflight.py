@@ -1,5 +1,7 @@
 """Checks a game runs before anything expensive starts: boxes that fit together, a config that resolves,
-a job whose memory fits this machine, a privacy profile the mechanism can give.
+the data files its boxes read (`check_data`: one sentence naming the file, data_dir and both fixes, the
+`pipeline.data fetch` and the repository's samples), a job whose memory fits this machine, a privacy profile the
+mechanism can give.
 
 Every refusal is a ConfigError, one sentence naming the config key (or the options) and the fix, raised
 before a box is built (for what the config alone tells) or before the first trial (for what needs the
@@ -11,14 +13,17 @@ from __future__ import annotations
 
 import logging
 import math
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationKeyError, OmegaConfBaseException
 
+from pipeline import CONF_DIR
 from stages.resources import available_memory  # one answer for the pipeline and the mechanisms
 
-__all__ = ["check_config", "check_compatible", "check_profile", "estimate_job", "available_memory"]
+__all__ = ["check_config", "check_compatible", "check_data", "data_needs",
+           "check_profile", "estimate_job", "available_memory"]
 
 log = logging.getLogger("pipeline.game")
 
@@ -99,6 +104,80 @@ def check_config(cfg: DictConfig) -> None:
         key = getattr(exc, "full_key", None) or "the config"
         raise _config_error(f"{key} cannot be resolved: {str(exc).splitlines()[0]}; fix that value on the "
                             f"command line.") from None
+    check_data(cfg)
+
+
+#: The config nodes whose boxes may read data files: the boxes of a game, the language model they share, and an
+#: experiment's task and figure (which read the top-level data_dir).
+_DATA_NODES = ("prior", "mechanism", "attack", "task", "figure")
+
+
+def _files(argument: str, value) -> list[tuple[str, str]]:
+    """(path under data_dir, kind) of what a box argument's value names; [] for an argument that names no data.
+
+    The arguments that name data are the same in every box (conf/*/*.yaml): `counts_file` (a counts file),
+    `dataset` (a table and its domain file, stages.prior.tabular.DATASETS), `enron` (a maildir folder or a CSV)
+    and `tokenizer` (a folder of GPT-2 BPE files; `bytes` is built in).
+    """
+    if value is None or not isinstance(value, str):
+        return []
+    if argument == "counts_file":
+        return [(value, "file")]
+    if argument == "enron":
+        return [(value, "any")]
+    if argument == "dataset":
+        from stages.prior.tabular import DATASETS
+
+        return [(path, "file") for path in DATASETS.get(value, ())]  # an unknown name: the box refuses it
+    if argument == "tokenizer" and value != "bytes":
+        return [(f"{value}/vocab.json", "file"), (f"{value}/merges.txt", "file")]
+    return []
+
+
+def data_needs(cfg: DictConfig) -> list[tuple[str, str, str, str | None]]:
+    """(config key, path under data_dir, kind, data_dir) of every data file the config's boxes will read, from the
+    config alone: each node of _DATA_NODES (and a model inside one) that has a data_dir key or is a task/figure."""
+    needs, seen = [], set()
+
+    def visit(key: str, node, inherited: bool) -> None:
+        if not OmegaConf.is_dict(node) or "_target_" not in node:
+            return
+        own = "data_dir" in node
+        if not own and not inherited:
+            return
+        data_dir = node.get("data_dir") if own else cfg.get("data_dir")
+        for argument in ("counts_file", "dataset", "enron", "tokenizer"):
+            if argument in node:
+                for path, kind in _files(argument, node.get(argument)):
+                    if (path, kind, str(data_dir)) not in seen:
+                        seen.add((path, kind, str(data_dir)))
+                        needs.append((f"{key}.{argument}", path, kind, data_dir))
+        if OmegaConf.is_dict(node.get("model")):
+            visit("model", node.model, False)  # ${model}: the one language model of the job
+        laws = node.get("priors") if inherited else None
+        for name, law in (laws.items() if OmegaConf.is_dict(laws) else ()):
+            if OmegaConf.is_dict(law) and law.get("law") == "pii":  # a task's pii law: conf/prior/pii.yaml + the law
+                enron = law.get("enron", OmegaConf.load(Path(CONF_DIR) / "prior" / "pii.yaml").enron)
+                for path, kind in _files("enron", enron):
+                    needs.append((f"{key}.priors.{name}.enron", path, kind, cfg.get("data_dir")))
+                visit("model", cfg.get("model"), False)
+
+    for key in _DATA_NODES:
+        visit(key, cfg.get(key), key in ("task", "figure"))
+    return needs
+
+
+def check_data(cfg: DictConfig) -> None:
+    """Refuse, before any box is built or anything written, a config whose data files are not in data_dir: one
+    sentence naming the file, the data_dir and both fixes (stages.prior.base.data_path, the one check)."""
+    from pipeline.errors import ConfigError
+    from stages.prior.base import data_path
+
+    for key, path, kind, data_dir in data_needs(cfg):
+        try:
+            data_path(path, data_dir, kind=kind, key_prefix=f"{key.rsplit('.', 1)[0]}.", record=False)
+        except FileNotFoundError as exc:
+            raise ConfigError(str(exc), key=key) from None
 
 
 

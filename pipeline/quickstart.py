@@ -14,14 +14,14 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+import yaml
 from omegaconf import OmegaConf
 
 import pipeline
 from pipeline.cache import StageCache
 from pipeline.game import ConfigError
 from pipeline.job import run_game
-from pipeline.io import confidence_of_column
-from pipeline.report import collect, format_table, plot, write_csv
+from pipeline.report import collect, plot, report_table, write_csv
 
 PRIORS = ("uniform", "zipf")
 EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)
@@ -47,17 +47,17 @@ def run(out_dir: str | Path | None = None, priors=PRIORS, epsilons=EPSILONS, tri
         stamp = f"{datetime.now().strftime('%Y-%m-%d_%H-%M-%S-%f')}-{pipeline._unique()}"
         root = Path(out_dir) if out_dir else Path(base.outputs_dir) / "quickstart" / stamp
         cache = StageCache(base.cache_dir)
-        job = 0
-        for prior in priors:
-            for epsilon in epsilons:
-                overrides = quickstart_overrides(prior, epsilon, trials)
-                cfg = compose("config", overrides=overrides)
-                job_dir = root / str(job)
-                (job_dir / ".hydra").mkdir(parents=True, exist_ok=True)
-                OmegaConf.save(cfg, job_dir / ".hydra" / "config.yaml", resolve=True)
-                OmegaConf.save(OmegaConf.create(overrides), job_dir / ".hydra" / "overrides.yaml")
-                run_game(cfg, job_dir, cache=cache)
-                job += 1
+        jobs = [quickstart_overrides(prior, epsilon, trials) for prior in priors for epsilon in epsilons]
+        root.mkdir(parents=True, exist_ok=True)
+        # the job list a -m sweep writes (pipeline.sweeper), so `python -m pipeline.report <root>` reads the folder
+        (root / "jobs.yaml").write_text(yaml.safe_dump(jobs))
+        for job, overrides in enumerate(jobs):
+            cfg = compose("config", overrides=overrides)
+            job_dir = root / str(job)
+            (job_dir / ".hydra").mkdir(parents=True, exist_ok=True)
+            OmegaConf.save(cfg, job_dir / ".hydra" / "config.yaml", resolve=True)
+            OmegaConf.save(OmegaConf.create(overrides), job_dir / ".hydra" / "overrides.yaml")
+            run_game(cfg, job_dir, cache=cache)
     rows = collect(root)
     write_csv(rows, root / "report.csv")
     plot(rows, root / "figures" / "report.png")
@@ -67,9 +67,8 @@ def run(out_dir: str | Path | None = None, priors=PRIORS, epsilons=EPSILONS, tri
 def main() -> int:
     start = time.perf_counter()
     print(f"Quickstart: idealized Gaussian mechanism, 100 canaries x 10 candidates, Bayes-optimal attack, exact match,\n"
-          f"one-run bound; {TRIALS} trials per game. Columns: mean targets attacked by the attack and by the\n"
-          f"prior-only guess z*, the bound v at each confidence c: with probability >= c at most v are attacked, and\n"
-          f"the floor: a real mechanism with the same guarantee lets an attack reach it, so the truth lies in [floor, v].\n")
+          f"one-run bound; {TRIALS} trials per game. The table: mean targets attacked by the attack and by the\n"
+          f"prior-only guess z* (the prior baseline), the bound and the floor at each confidence (legend below it).\n")
     from pipeline.io import command
 
     return command(lambda: _print(*run(), start), (ConfigError,), 2,
@@ -77,13 +76,9 @@ def main() -> int:
 
 
 def _print(rows, root, start: float) -> int:
-    for row in rows:
-        row["attack"] = row.pop("attack_success_mean")
-        row["prior baseline"] = row.pop("prior_success_mean")
-    bounds = [k for k in rows[0] if k.startswith("bound_") and confidence_of_column(k) is not None]
-    floors = [k for k in rows[0] if k.startswith("floor_") and confidence_of_column(k) is not None]
-    print(format_table(rows, ["prior", "epsilon", "attack", "prior baseline", *bounds, *floors, "bound_theorem"]))
-    print(f"\n{len(rows)} games in {time.perf_counter() - start:.1f}s; job folders, report.csv and figures/report.png in {root}")
+    print(report_table(rows))  # the columns and legend of `python -m pipeline.report`
+    print(f"\n{len(rows)} games in {time.perf_counter() - start:.1f}s; job folders, report.csv and figures/report.png "
+          f"in\n  {root}")
     print("Next: `python -m pipeline --help`, or one game: `python -m pipeline prior=zipf mechanism.epsilon=2`.")
     return 0
 

@@ -1,9 +1,11 @@
 """`python -m pipeline.report <multirun dir>`: a sweep's metrics.json files -> report.csv and figures/report.png.
 
 One row per job: the job's overrides, epsilon, the attack's and the prior baseline's mean successes
-(the baseline with the attack's k and metric) and the bound at each confidence. The figure plots
-successes against epsilon, one panel per combination of the other swept options, and states what
-the bound lines mean and the settings shared by the panels (delta, trials, metric, k, comparator).
+(the baseline with the attack's k and metric), the bound and the floor at each confidence. The printed table
+(`report_table`, the quickstart's too) shows them in one column scheme, the theorem as a short id, with a legend
+under it. The figure plots successes against epsilon, one panel per combination of the other swept options, and
+states what the bound lines mean, the settings shared by the panels (mechanism, delta, n, trials, metric, k,
+comparator) and the theorems behind the short ids of its panels.
 
 The panels and the legend come from the sweep's configuration only: a panel per combination of the swept
 config keys other than epsilon, a line per attack variant the game scored (metrics.json "attacks"), and the
@@ -15,7 +17,8 @@ named job by job and the report exits 1 without writing anything, unless --allow
 report cannot read is one sentence naming the folder or file and what to do, exit 2, never a traceback: a
 folder that holds no sweep (e.g. outputs/runs), a sweep folder whose job folders are not the jobs its
 jobs.yaml lists (two sweeps mixed in one folder; see pipeline.sweeper.check_sweep_folder), a metrics.json
-that is not a job's metrics (cut off, not JSON, not an object, keys missing).
+that is not a job's metrics (cut off, not JSON, not an object, keys missing). With --allow-missing such a
+metrics.json is skipped like a missing one, in one line naming its job folder.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -35,7 +38,8 @@ from pipeline.io import (bound_column, confidence_key, confidence_of_column, exc
 
 __all__ = ["collect", "write_csv", "plot", "report_figure", "main", "missing_jobs", "MISSING_JOBS", "UNREADABLE",
            "ReportError", "read_metrics", "config_columns", "swept_columns", "variant_labels", "mixed_jobs",
-           "check_folder", "RESULT_COLUMNS"]
+           "check_folder", "RESULT_COLUMNS", "unreadable_jobs", "table_columns", "table_headers", "table_legend",
+           "report_table", "format_table", "TABLE_HEADERS", "TABLE_WIDTH"]
 
 #: Exit status when jobs of the sweep have no metrics.json (and --allow-missing was not given).
 MISSING_JOBS = 1
@@ -51,7 +55,13 @@ RESULT_COLUMNS = frozenset({
 
 
 class ReportError(ValueError):
-    """A folder or file the report cannot read; the message is one sentence naming it and what to do."""
+    """A folder or file the report cannot read; the message is one sentence naming it and what to do. For a job's
+    metrics.json, `what` says in a few words what is wrong with it (for the line of a job skipped with
+    --allow-missing)."""
+
+    def __init__(self, message: str, what: str = "") -> None:
+        super().__init__(message)
+        self.what = what
 
 
 def _redo(metrics_path: Path) -> str:
@@ -59,7 +69,7 @@ def _redo(metrics_path: Path) -> str:
     sweep = next((p for p in Path(metrics_path).parents if any((p / name).is_file() for name in _SWEEP_FILES)), None)
     where = f"hydra.sweep.dir={sweep}" if sweep is not None else "hydra.sweep.dir=<its sweep folder>"
     return (f"remove that file, then run the sweep's command again with {where} to redo that job, or pass "
-            f"--allow-missing to report the other jobs.")
+            f"--allow-missing to skip it like a missing job and report the other jobs.")
 
 
 def read_metrics(path: str | os.PathLike) -> dict[str, Any]:
@@ -70,16 +80,18 @@ def read_metrics(path: str | os.PathLike) -> dict[str, Any]:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise ReportError(f"{path} cannot be read ({why}); {fix}") from None
+        raise ReportError(f"{path} cannot be read ({why}); {fix}", f"cannot be read: {why}") from None
     try:
         metrics = json.loads(text)
     except json.JSONDecodeError as exc:
         what = "is empty" if not text.strip() else f"is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}"
+        short = what + ("" if not text.strip() else ")")
         what += "" if not text.strip() else "; cut off while it was written, or edited?)"
-        raise ReportError(f"{path} {what}: {fix}") from None
+        raise ReportError(f"{path} {what}: {fix}", short) from None
     if not isinstance(metrics, dict):
-        raise ReportError(f"{path} holds a JSON {type(metrics).__name__ if metrics is not None else 'null'}, not a "
-                          f"job's metrics (a JSON object): {fix}")
+        kind = type(metrics).__name__ if metrics is not None else "null"
+        raise ReportError(f"{path} holds a JSON {kind}, not a job's metrics (a JSON object): {fix}",
+                          f"holds a JSON {kind}, not an object") from None
     return metrics
 
 _EPSILON_KEYS = ("mechanism.epsilon", "mechanism.mu")
@@ -91,15 +103,16 @@ def _read_yaml(path: Path) -> Any:
     return OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else None
 
 
-def _job_row(metrics_path: Path, root: Path) -> dict[str, Any]:
-    """One row of the report: the job's overrides (its configuration) and what its metrics.json says; a
-    metrics.json that is not a game job's is a ReportError naming the file."""
-    metrics = read_metrics(metrics_path)
+def _job_row(metrics_path: Path, root: Path, metrics: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One row of the report: the job's overrides (its configuration) and what its metrics.json says (read here
+    unless given); a metrics.json that is not a game job's is a ReportError naming the file."""
+    metrics = read_metrics(metrics_path) if metrics is None else metrics
     try:
         return _row(metrics_path, root, metrics)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         what = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
-        raise ReportError(f"{metrics_path} is not a game job's metrics.json ({what}); {_redo(metrics_path)}") from None
+        raise ReportError(f"{metrics_path} is not a game job's metrics.json ({what}); {_redo(metrics_path)}",
+                          f"is not a game job's metrics ({what})") from None
 
 
 def _overrides(job: Path) -> list[str]:
@@ -252,15 +265,33 @@ def mixed_jobs(sweep_dir: str | os.PathLike) -> list[str]:
     return lines
 
 
-def collect(multirun_dir: str | os.PathLike) -> list[dict[str, Any]]:
-    """One row per job folder under multirun_dir that holds a metrics.json (jobs that failed have none)."""
+def collect(multirun_dir: str | os.PathLike, *, skip: Iterable[Path] = ()) -> list[dict[str, Any]]:
+    """One row per job folder under multirun_dir that holds a metrics.json (jobs that failed have none), less the
+    metrics.json in `skip` (unreadable ones, reported as skipped: `unreadable_jobs`)."""
     root = Path(multirun_dir)
     if not root.is_dir():
         raise FileNotFoundError(f"multirun directory {root} does not exist; pass the folder a -m sweep printed.")
-    paths = _job_paths(root)
+    skip = {Path(p) for p in skip}
+    paths = [p for p in _job_paths(root) if p not in skip]
     if not paths:
-        raise FileNotFoundError(f"no metrics.json under {root}; did the sweep's jobs finish?")
+        raise FileNotFoundError(f"no {'readable ' if skip else ''}metrics.json under {root}; did the sweep's jobs "
+                                f"finish?")
     return [_job_row(p, root) for p in paths]
+
+
+def unreadable_jobs(multirun_dir: str | os.PathLike) -> dict[Path, ReportError]:
+    """{metrics.json: why} for every job under the folder whose metrics.json cannot be read or is not a job's (an
+    experiment task's metrics need no game keys)."""
+    root = Path(multirun_dir)
+    found = {}
+    for path in _job_paths(root):
+        try:
+            metrics = read_metrics(path)
+            if "boxes" in metrics or "experiment" not in metrics:  # a game job's: the report reads its keys
+                _job_row(path, root, metrics)
+        except ReportError as exc:
+            found[path] = exc
+    return found
 
 
 def variant_labels(rows: list[dict[str, Any]]) -> list[str]:
@@ -406,19 +437,6 @@ def _wrap(text: str, width: int) -> str:
     return "\n".join(textwrap.wrap(text, width)) or text
 
 
-def _theorem_summary(names: list[str]) -> str:
-    """One short phrase for several jobs' theorem records (each job's exact name is in the report's table): the
-    theorems that gave the numbers, each named once."""
-    parts = []
-    for known in ("whole-prior theorem (THEORY.md Thm 3)", "split one-run theorem (THEORY.md Thm 1)", "MMC one-run count",
-                  "Theorem 3.1"):
-        if any(known in name for name in names):
-            parts.append(known)
-    others = [n for n in names if not any(k in n for k in parts)]
-    return ("the smallest of " + ", ".join(parts) + " per job and confidence (report.csv names each)"
-            if parts and not others else "/".join(names))
-
-
 def _is_private(row: dict[str, Any]) -> bool:
     return bool(row.get("private", True)) and row.get("epsilon") is not None
 
@@ -455,7 +473,7 @@ def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    from pipeline.labels import BOUND_READING
+    from pipeline.labels import BOUND_READING, short_theorem, theorem_legend
 
     facets = [k for k in swept_columns(rows) if k not in _EPSILON_KEYS]
     variants = variant_labels(rows)
@@ -471,15 +489,19 @@ def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
     n_rows, n_cols = grid_shape(len(series))
     width, height = PANEL_SIZE
     chars = max(60, int(width * n_cols * 15))
-    settings = (f"delta = {_shared(rows, 'delta')}, trials = {_shared(rows, 'trials')}, metric = {_shared(rows, 'metric')}, "
+    settings = (f"mechanism = {_shared(rows, 'mechanism')}, delta = {_shared(rows, 'delta')}, n = "
+                f"{_shared(rows, 'n_targets')} targets, trials = {_shared(rows, 'trials')}, "
+                f"metric = {_shared(rows, 'metric')}, "
                 f"k = {_shared(rows, 'k')}, bound = {_shared(rows, 'bound')}, comparator = {_shared(rows, 'comparator')}"
-                + (f", bound theorem = {one_theorem}" if one_theorem else ""))
+                + (f", bound theorem = {short_theorem(one_theorem)}" if one_theorem else ""))
     header = _wrap(settings, chars)
-    footer = _wrap(BOUND_READING, chars) + (f"\n{_wrap(note, chars)}" if note else "")
+    # the theorems as short ids (header, panel titles, legend), expanded once under the figure
+    footer = "\n".join(_wrap(text, chars) for text in (theorem_legend(theorems), BOUND_READING, note) if text)
     header_in = 0.2 + 0.15 * (header.count("\n") + 1)
     legend_cols = 3 if width * n_cols >= 12 else 2 if width * n_cols >= 8 else 1
-    legend_title = _wrap(f"bound lines: {one_theorem}" if one_theorem else
-                         "bound lines: the theorem of each panel is in its title", int(width * n_cols * 14))
+    legend_title = _wrap(f"bound lines: {short_theorem(one_theorem)}" if one_theorem else
+                         "bound lines: the theorem (short id) of each panel is in its title; the ids are expanded "
+                         "under the figure", int(width * n_cols * 14))
     # the bracket at the highest confidence: from the floor (a real mechanism's count) up to the bound, where both exist
     top = bound_columns[-1] if bound_columns else None
     floor_top = floor_column(confidence_of_column(top)) if top else None
@@ -559,8 +581,7 @@ def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
         title = label
         panel_theorems = sorted({str(r.get("bound_theorem")) for r in private if r.get("bound_theorem")})
         if not one_theorem and panel_theorems:
-            title += "; bound: " + (panel_theorems[0] if len(panel_theorems) == 1 else
-                                    _theorem_summary(panel_theorems))
+            title += "; bound: " + ", ".join(dict.fromkeys(short_theorem(t) for t in panel_theorems))
         ax.set_title(_wrap(title, int(width * 13)), fontsize=7.5)
         ax.grid(alpha=0.3)
     for ax in flat[len(series):]:
@@ -585,17 +606,42 @@ def _number(value: Any) -> float:
         return math.nan
 
 
-def format_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
-    """A plain fixed-width text table of the given columns."""
+def format_table(rows: list[dict[str, Any]], columns: list[str], headers: dict[str, str] | None = None) -> str:
+    """A plain fixed-width text table of the given columns, headed by `headers` (default: the column's name).
+    Adjacent columns of one kind at several confidences (bound_0.05, bound_0.5, ...) share a header line above
+    theirs, 'bound_<c>', over the confidences."""
+    headers = headers or {}
+
     def cell(v: Any) -> str:
         if isinstance(v, float):
             return "nan" if math.isnan(v) else f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
         return str(v)
 
+    def group(column: str) -> str:
+        c = confidence_of_column(column)
+        return f"{column[:-len(f'{c:g}')]}<c>" if c is not None and column.endswith(f"{c:g}") else ""
+
+    groups = [group(c) for c in columns]
+    shared = {g for g in groups if g and groups.count(g) > 1}
+    names = [f"{confidence_of_column(c):g}" if g in shared else headers.get(c, c) for c, g in zip(columns, groups)]
     body = [[cell(r.get(c, "")) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(b[i]) for b in body)) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(columns, widths))]
+    widths = [max(len(n), *(len(b[i]) for b in body)) for i, n in enumerate(names)]
+    for g in shared:  # a group's header fits over its columns: widen its last column if not
+        members = [i for i, x in enumerate(groups) if x == g]
+        span = sum(widths[i] for i in members) + 2 * (len(members) - 1)
+        widths[members[-1]] += max(0, len(g) - span)
+    lines = ["  ".join(c.rjust(w) for c, w in zip(names, widths))]
     lines += ["  ".join(v.rjust(w) for v, w in zip(b, widths)) for b in body]
+    if shared:
+        top, i = [], 0
+        while i < len(columns):
+            j = i
+            while groups[i] in shared and j + 1 < len(columns) and groups[j + 1] == groups[i]:
+                j += 1
+            span = sum(widths[i:j + 1]) + 2 * (j - i)
+            top.append(groups[i].center(span) if groups[i] in shared else " " * span)
+            i = j + 1
+        lines.insert(0, "  ".join(top).rstrip())
     return "\n".join(lines)
 
 
@@ -615,11 +661,17 @@ def main(argv: list[str] | None = None) -> int:
         return UNREADABLE
     try:
         check_folder(root)  # a folder of sweeps, one sweep per sweep folder
-        for path in _job_paths(root):
-            read_metrics(path)  # each one a job's metrics (a JSON object)
+        unreadable = unreadable_jobs(root)  # each metrics.json a job's metrics (a JSON object with a game's keys)
+        if unreadable and not args.allow_missing:
+            raise next(iter(unreadable.values()))
     except ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return UNREADABLE
+    # --allow-missing: a job whose metrics.json cannot be read is skipped like a job without one, in one line
+    skipped = [f"job {path.parent.relative_to(root)}: its metrics.json is unreadable ({exc.what}); skipped"
+               for path, exc in unreadable.items()]
+    for line in skipped:
+        print(line, file=sys.stderr)
     missing = missing_jobs(root)
     if missing:
         launched = _launched_jobs(root)
@@ -631,7 +683,8 @@ def main(argv: list[str] | None = None) -> int:
             print("error: the sweep is incomplete; wait for its jobs or rerun them, or pass --allow-missing "
                   "to report the jobs that finished.", file=sys.stderr)
             return MISSING_JOBS
-    note = f"{len(missing)} job(s) missing: " + "; ".join(missing) if missing else ""
+    gone = missing + skipped
+    note = f"{len(gone)} job(s) missing or unreadable: " + "; ".join(gone) if gone else ""
 
     if experiments.has_experiment_jobs(root):
         # An experiment's sweep: its own table (the issue's columns) and figure, under the sweep folder.
@@ -642,10 +695,10 @@ def main(argv: list[str] | None = None) -> int:
             return UNREADABLE
         print(format_table(experiment_rows, experiments.table_columns(experiment_rows)))
         print(f"\nwrote {table} and {figure}")
-        if not all("boxes" in read_metrics(p) for p in _job_paths(root)):
+        if not all("boxes" in read_metrics(p) for p in _job_paths(root) if p not in unreadable):
             return 0  # analytic experiments have no games to aggregate
     try:
-        rows = collect(root)
+        rows = collect(root, skip=unreadable)
     except (FileNotFoundError, ReportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return UNREADABLE
@@ -653,32 +706,105 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     table = write_csv(rows, out / "report.csv")
     figure = plot(rows, out / "figures" / "report.png", note=note[:300])
-    print(format_table(_table_rows(rows), table_columns(rows)))
+    print(report_table(rows))
     print(f"\nwrote {table} and {figure}")
     return 0
 
 
+#: The printed headers of report.csv's columns in the quickstart's and `pipeline.report`'s table (`table_columns`);
+#: a variant's <label>_success_mean is '<label> mean', bound_<c> and floor_<c> sit under one header per kind.
+TABLE_HEADERS = {"epsilon": "eps", "n_targets": "n", "theorem": "thm", "attack_success_mean": "attack mean",
+                 "prior_success_mean": "prior-only mean"}
+#: The width the printed table and its legend keep to.
+TABLE_WIDTH = 120
+#: Settings the legend states when every row shares them (a column when they differ and the sweep swept them).
+_SHARED_SETTINGS = ("mechanism", "attack", "k", "metric", "bound", "comparator", "trials")
+
+
 def table_columns(rows: list[dict[str, Any]]) -> list[str]:
-    """The console table's columns: the job, what the sweep swept (besides epsilon, which has its column), the
-    boxes, epsilon, k, the bound and its theorem, the attack's, each variant's and the prior baseline's mean
-    successes, and the bound at each confidence."""
-    fixed = ["prior", "mechanism", "epsilon", "k", "bound", "bound_theorem"]
-    swept = [k for k in swept_columns(rows) if k not in _EPSILON_KEYS and k not in fixed]
+    """The printed table's columns (report.csv's names), one scheme for the quickstart and `pipeline.report`: what
+    the sweep swept (besides what has its own column), the prior, epsilon, delta, n, the bound's theorem as a short
+    id (`theorem`, expanded under the table), the attack's, each variant's and the prior-only guess's mean
+    successes, the bound and the floor at each confidence, and the job's folder."""
+    fixed = ["prior", "epsilon", "delta", "n_targets", "theorem"]
+    own = {*_EPSILON_KEYS, "mechanism.delta", "prior.n_targets", *fixed}  # keys a fixed column shows
+    swept = [k for k in swept_columns(rows) if k not in own]
     variants = [f"{label}_success_mean" for label in variant_labels(rows)]
-    bounds = sorted({k for r in rows for k in r if _is_bound_column(k)}, key=confidence_of_column)
-    return ["job", *swept, *fixed, "attack_success_mean", *variants, "prior_success_mean", *bounds]
+
+    def at_each_confidence(prefix: str) -> list[str]:
+        return sorted({k for r in rows for k in r if k.startswith(prefix) and confidence_of_column(k) is not None},
+                      key=confidence_of_column)
+
+    return [*swept, *fixed, "attack_success_mean", *variants, "prior_success_mean", *at_each_confidence("bound_"),
+            *at_each_confidence("floor_"), "job"]
 
 
 def _table_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows as the console table shows them: a job without a privacy guarantee says so in its epsilon cell,
-    and an empty cell is '-'."""
+    """The rows as the printed table shows them: the theorem as its short id, a job without a privacy guarantee
+    says so in its epsilon cell, and an empty cell is '-'."""
+    from pipeline.labels import short_theorem
+
     shown = []
-    for row in rows:
-        row = {k: ("-" if v is None or v == "" else v) for k, v in row.items()}
-        if not _is_private({**row, "epsilon": None if row.get("epsilon") == "-" else row.get("epsilon")}):
+    for original in rows:
+        row = {k: ("-" if v is None or v == "" else v) for k, v in original.items()}
+        private = _is_private(original)
+        row["theorem"] = short_theorem(original.get("bound_theorem")) if private else "-"
+        if not private:
             row["epsilon"] = "not private"
         shown.append(row)
     return shown
+
+
+def table_headers(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """The printed headers of `table_columns`: TABLE_HEADERS, and '<label> mean' for each attack variant's mean."""
+    return {**TABLE_HEADERS, **{f"{label}_success_mean": f"{label} mean" for label in variant_labels(rows)}}
+
+
+def table_legend(rows: list[dict[str, Any]], columns: list[str] | None = None, width: int = TABLE_WIDTH) -> str:
+    """The lines under the printed table: what the theorem ids, the mean columns and the bound and floor columns
+    are (with report.csv's name of each), and the settings every row shares that no column shows."""
+    import textwrap
+
+    from pipeline.labels import theorem_legend
+
+    columns = table_columns(rows) if columns is None else columns
+    first = next((r for r in rows if _is_private(r)), rows[0])
+    top = max((c for c in (confidence_of_column(k) for k in first if _is_bound_column(k))), default=None)
+    example = _number(first.get(bound_column(top))) if top is not None else math.nan
+    attack = _shared(rows, "attack_label") if any(r.get("attack_label") for r in rows) else _shared(rows, "attack")
+    shared = [(key, TABLE_HEADERS.get(key, key)) for key in ("prior", "delta", "n_targets", *_SHARED_SETTINGS)]
+    parts = [theorem_legend(str(r.get("bound_theorem") or "") for r in rows if _is_private(r)),
+             f"attack mean (report.csv attack_success_mean): mean targets attacked per trial by the attack ({attack}); "
+             f"prior-only mean (prior_success_mean): by the prior-only guess z*, the same k and metric"
+             + "".join(f"; {v} mean ({v}_success_mean): by the attack variant {v}" for v in variant_labels(rows)) + ".",
+             "bound_<c>: with probability >= c at most this many targets are attacked"
+             + (f" (bound_{top:g} = {example:g} in the first private row)" if not math.isnan(example) else "")
+             + "; floor_<c>: the count a real mechanism with the same guarantee lets an attack reach, so the worst "
+               "case lies in [floor_<c>, bound_<c>]; '-': no floor built (metrics.json worst_case_floor.reason says "
+               "why) or not private.",
+             "every row: " + ", ".join(f"{name} = {_shared(rows, key)}" for key, name in shared
+                                       if key not in columns and _same(rows, key, key not in _SHARED_SETTINGS))]
+    return "\n".join(textwrap.fill(part, width, subsequent_indent="  ", break_on_hyphens=False)
+                     for part in parts if part)
+
+
+def _same(rows: list[dict[str, Any]], key: str, private_only: bool = False) -> bool:
+    """Whether every row (every private row, for a key a not-private job leaves empty: delta) has one value of key."""
+    values = {str(r.get(key)) for r in rows if not private_only or _is_private(r)}
+    return len(values) == 1 and values != {"None"} and values != {""}
+
+
+def report_table(rows: list[dict[str, Any]], width: int = TABLE_WIDTH) -> str:
+    """The printed table of the rows (`table_columns`, `table_headers`) and its legend: what the quickstart and
+    `pipeline.report` print. Wider than `width`, the prior, delta and n columns move to the legend's 'every row'
+    line where every row has the same value."""
+    shown, headers = _table_rows(rows), table_headers(rows)
+    columns = table_columns(rows)
+    table = format_table(shown, columns, headers)
+    if max(len(line) for line in table.splitlines()) > width:
+        columns = [c for c in columns if c not in ("prior", "delta", "n_targets") or not _same(rows, c, True)]
+        table = format_table(shown, columns, headers)
+    return f"{table}\n\n{table_legend(rows, columns, width)}"
 
 
 if __name__ == "__main__":

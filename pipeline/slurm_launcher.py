@@ -256,6 +256,21 @@ def _config_error(message: str) -> Exception:
     return ConfigError(message)
 
 
+def unavailable(choice: str) -> Exception | None:
+    """One sentence when this machine cannot submit to SLURM (submitit's own test: `srun` on PATH), else None.
+
+    choice: the hydra/launcher option the sweep chose (slurm, slurm_gpu, slurm_local)."""
+    import submitit
+
+    if submitit.SlurmExecutor.affinity() > 0:
+        return None
+    return _config_error(
+        f"hydra/launcher={choice} submits the sweep's jobs to SLURM, but this machine has no SLURM (no srun on PATH); "
+        f"run the sweep where SLURM is (a cluster's login node, or the local test cluster that .ci/slurm_up.sh "
+        f"starts), or pick hydra/launcher=submitit_local (local subprocesses) or hydra/launcher=basic (in this "
+        f"process).")
+
+
 # ---------------------------------------------------------------------------------------------------------
 # One sentence for what SLURM said
 # ---------------------------------------------------------------------------------------------------------

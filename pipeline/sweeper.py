@@ -35,6 +35,7 @@ import logging
 import math
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
@@ -151,8 +152,10 @@ def figure_jobs(compose: Callable[[list[str]], DictConfig], combination: Sequenc
 
     compose: overrides -> the composed config (Hydra's config loader in a sweep; tests pass their compose)."""
     from pipeline.experiments import build_figure
+    from pipeline.preflight import check_data
 
     cfg = compose(list(combination))
+    check_data(cfg)  # a job whose data is absent stops the sweep before any job runs, in one sentence
     if cfg.get("figure") is None:
         return [list(combination)]
     figure = build_figure(cfg)
@@ -214,8 +217,8 @@ def check_sweep_folder(sweep_dir: str | os.PathLike, jobs: Sequence[Sequence[str
 
     A -m sweep whose folder (hydra.sweep.dir) already holds a job folder is refused, before anything is
     written or run, unless the folder's jobs.yaml lists exactly this sweep's jobs: that is the same sweep run
-    again, whose jobs that have no metrics.json run (the finished ones are refused as before, each job folder
-    holding its own metrics.json). A folder without job folders (new, empty, or left by a sweep refused before
+    again, whose jobs that have no metrics.json run (each finished one finds its own metrics.json and is done:
+    pipeline.job.check_output_dir). A folder without job folders (new, empty, or left by a sweep refused before
     its first job) is free to use.
     """
     folders = job_folders(sweep_dir)
@@ -241,6 +244,37 @@ def check_sweep_folder(sweep_dir: str | os.PathLike, jobs: Sequence[Sequence[str
         f"missing jobs.")
 
 
+#: What a sweep writes into its folder before its first job: all a folder holds when the sweep failed before any job.
+SWEEP_FILES = (JOBS_FILE, "multirun.yaml")
+
+
+def first_existing(path: str | os.PathLike) -> Path:
+    """The path itself if it exists, else its nearest existing parent: where a sweep's new folders begin."""
+    path = Path(os.path.abspath(path))
+    return next(p for p in (path, *path.parents) if p.exists())
+
+
+def remove_unstarted_sweep(sweep_dir: str | os.PathLike, existed: str | os.PathLike) -> bool:
+    """After a sweep failed: remove its folder if it holds no file but SWEEP_FILES (no job started: a job folder,
+    submitit's logs, a report would be files), then the folders it created up to `existed` (first_existing before
+    the sweep wrote anything; a folder that existed stays). Returns whether anything was removed."""
+    root = Path(os.path.abspath(sweep_dir))
+    if not root.is_dir() or any(p.is_symlink() or (not p.is_dir() and p.parent != root) or
+                                (not p.is_dir() and p.name not in SWEEP_FILES) for p in root.rglob("*")):
+        return False
+    for name in SWEEP_FILES:
+        (root / name).unlink(missing_ok=True)
+    stop = Path(os.path.abspath(existed))
+    folder = root
+    while folder != stop and stop in folder.parents:
+        try:
+            shutil.rmtree(folder) if folder == root else folder.rmdir()  # the sweep folder's empty subfolders go too
+        except OSError:
+            break
+        folder = folder.parent
+    return True
+
+
 def write_job_list(sweep_dir: str | os.PathLike, jobs: Sequence[Sequence[str]]) -> None:
     """Write the sweep's job list (JOBS_FILE) into its folder, atomically; pipeline.report.missing_jobs reads it to
     name the jobs that never ran."""
@@ -252,4 +286,5 @@ def write_job_list(sweep_dir: str | os.PathLike, jobs: Sequence[Sequence[str]]) 
 
 
 __all__ = ["combinations", "batches", "figure_jobs", "sweep_jobs", "group_deletions", "override_value", "point_overrides",
-           "check_sweep_folder", "listed_jobs", "job_folders", "write_job_list"]
+           "check_sweep_folder", "listed_jobs", "job_folders", "write_job_list", "first_existing", "remove_unstarted_sweep",
+           "SWEEP_FILES"]

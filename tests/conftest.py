@@ -1,16 +1,23 @@
 """Test-wide settings.
 
 - hypothesis runs derandomized, so a CI run replays exactly what passed here.
+- Two tiers (docs/pages/testing.md): the default run is the fast tier, `-m slow` the slow one. A test of more than a
+  few seconds carries `@pytest.mark.slow`; a parametrized test whose cases add up to that (the exact-LP oracles, the
+  long Theorem 4/5 searches) is listed in tests/tiers.py (SAMPLED): the fast tier runs a fixed sample of its cases, the slow tier
+  every other one.
 - Every test reads its data from tests/data (the small samples the repository carries, same layout as
   the full data folder; see tests/data/README.md), never from a folder outside the repository: a fresh
   clone with nothing beside it passes. `$ADVBOUNDS_DATA` is set here, before any test module is
   imported, so Hydra's `data_dir`, the prior boxes and the CLI subprocesses all see it.
 """
 import os
+import random
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from tiers import SAMPLED
 
 TEST_DATA = Path(__file__).resolve().parent / "data"
 os.environ["ADVBOUNDS_DATA"] = str(TEST_DATA)
@@ -56,3 +63,18 @@ def compose_config(hydra_app, tmp_path):
             gh.hydra = previous
 
     return _compose
+
+
+@pytest.hookimpl(tryfirst=True)  # before the -m filter deselects by marker
+def pytest_collection_modifyitems(config, items):
+    cases = defaultdict(list)
+    for item in items:
+        function = item.nodeid.split("[", 1)[0]
+        if function in SAMPLED and "[" in item.nodeid and item.get_closest_marker("slow") is None:
+            cases[function].append(item)
+    for function, group in cases.items():
+        ids = sorted(item.nodeid for item in group)
+        keep = set(random.Random(function).sample(ids, min(SAMPLED[function], len(ids))))
+        for item in group:
+            if item.nodeid not in keep:
+                item.add_marker(pytest.mark.slow)

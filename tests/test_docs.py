@@ -100,3 +100,23 @@ def test_docs_build_strict(tmp_path):
     for name in ("count_bound", "tail_bound", "success_bound", "best_bound", "from_dp_event", "from_delta",
                  "from_opacus", "GaussianDP", "DPSGD", "whole_prior_success"):
         assert f'id="stages.bound.{name}"' in api or f'id="stages.bound.whole_prior.{name}"' in api, name
+    # the module docstrings are markdown: a reST literal-block marker would show as a bare "::"
+    assert not re.search(r"::\s*</p>", api), "a literal '::' is shown on the stages.bound API page"
+    # every page links the stylesheet that wraps code blocks (a long command is read whole, never cut at the edge)
+    for page in ("index.html", "bounds/index.html", "llm/index.html"):
+        assert "stylesheets/extra.css" in (site / page).read_text(), page
+    css = (site / "stylesheets" / "extra.css").read_text()
+    assert re.search(r"pre > code\s*\{[^}]*white-space:\s*pre-wrap", css), css
+
+
+@pytest.mark.parametrize("page", ["index.md", "bounds.md"])
+def test_code_blocks_fit_the_page(page):
+    """The home and bounds pages' code (the game's diagram must not wrap; the examples read best unwrapped) fits
+    100 columns, which the site shows whole at a laptop's width; longer lines elsewhere wrap (extra.css)."""
+    inside, long = False, []
+    for number, line in enumerate((REPO / "docs" / "pages" / page).read_text().splitlines(), start=1):
+        if FENCE.match(line) or (inside and line.strip() == "```"):
+            inside = not inside
+        elif inside and len(line) > 100:
+            long.append(f"{page}:{number} ({len(line)} characters)")
+    assert not long, long

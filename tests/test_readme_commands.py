@@ -69,6 +69,19 @@ def documented_commands() -> list[tuple[str, str, str]]:
 
 
 COMMANDS = documented_commands()
+#: An inline command: a code span (`...`, possibly over two lines) that starts with a `python -m pipeline` call.
+INLINE = re.compile(r"(?<!`)`((?:nice -n 10 )?(?:\.venv/bin/)?python -m pipeline[^`]*)`(?!`)")
+
+
+def inline_commands(path: Path) -> list[tuple[int, str]]:
+    """(line number, command) for every `python -m pipeline ...` written inline in the prose and tables of a page
+    (outside its ``` blocks), with a span that continues on the next line joined."""
+    text, fenced = [], False
+    for line in path.read_text().splitlines():
+        fenced = not fenced if line.startswith("```") else fenced
+        text.append("" if fenced or line.startswith("```") else line)
+    joined = "\n".join(text)
+    return [(joined.count("\n", 0, m.start()) + 1, " ".join(m.group(1).split())) for m in INLINE.finditer(joined)]
 
 
 def _python(words: list[str]) -> list[str]:
@@ -84,6 +97,8 @@ def _placeholders(text: str, sweep_dir: Path | None) -> str:
         text = text.replace("outputs/multirun/<date>/<time>-<suffix>", str(sweep_dir))
         text = text.replace("<sweep dir>", str(sweep_dir))
     text = text.replace("/path/to/data", str(REPO / "tests" / "data"))
+    # written for the repository root (a fresh clone's samples); the tests run commands from a temporary folder
+    text = text.replace("data_dir=tests/data", f"data_dir={REPO / 'tests' / 'data'}")
     return re.sub(r"<[^<>]+>", "debug", text)  # <partition>, <gpu partition>
 
 

@@ -148,8 +148,11 @@ def _experiment_jobs(root: Path) -> list[tuple[Path, dict]]:
                    key=lambda p: [int(s) if s.isdigit() else s for s in p.parent.relative_to(root).parts])
     jobs = []
     for path in paths:
-        metrics = json.loads(path.read_text())
-        if isinstance(metrics.get("experiment"), Mapping):
+        try:
+            metrics = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):  # unreadable: pipeline.report names it
+            continue
+        if isinstance(metrics, Mapping) and isinstance(metrics.get("experiment"), Mapping):
             jobs.append((path.parent, metrics))
     return jobs
 

@@ -467,7 +467,9 @@ class ZipfCalibration(Task):
         from stages.prior.base import data_path
         from stages.prior.zipf import fit_zipf_exponent, read_counts, zipf_exponent_interval, zipf_rank_probability
 
-        counts = np.sort(read_counts(data_path(self.counts_file, cfg.get("data_dir"))))[::-1]
+        path = data_path(self.counts_file, cfg.get("data_dir"))
+        counts = np.sort(read_counts(path))[::-1]
+        data = _counts_read(path, counts)
 
         def implied(s: float) -> dict:
             p = float(zipf_rank_probability(1, self.domain_size, s))
@@ -497,6 +499,8 @@ class ZipfCalibration(Task):
         headline = {"exponent_mle": rows[0]["exponent"], "exponent_ci_low": rows[0]["ci_low"],
                     "exponent_ci_high": rows[0]["ci_high"], "observed_ranks": int(counts.size),
                     "observed_top_share": float(counts[0] / counts.sum())}
+        for row in rows:  # what the fits were made on, for the figure (not a column of the table)
+            row["data"] = data
         return {"table": rows, "headline": headline}
 
     @staticmethod
@@ -521,8 +525,18 @@ class ZipfCalibration(Task):
         ax.set_xlabel("Zipf exponent s")
         ax.grid(alpha=0.3)
         return finish(fig, [ax], "", path,
-                      title="Zipf exponent of 9-digit passwords, fitted to the RockYou counts (maximum likelihood, "
-                            "bootstrap, log-log slope)")
+                      title=f"Zipf exponent of 9-digit passwords, fitted to {rows[0].get('data') or 'the counts file'} "
+                            f"(maximum likelihood, bootstrap, log-log slope)")
+
+
+def _counts_read(path: Path, counts: np.ndarray) -> str:
+    """What a counts file held, as the figure says it: 'tests/data/passwords/x.csv (157 ranks, 1,234 passwords
+    counted)', the path from the repository root where it lies inside it."""
+    from stages.prior.base import REPO_ROOT
+
+    path = Path(path).resolve()
+    shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+    return f"{shown} ({counts.size} ranks, {int(counts.sum()):,} passwords counted)"
 
 
 def _configured_zipf_exponent() -> float | None:

@@ -2,9 +2,15 @@
 
 Uses numpy, scipy and dp_accounting only (dp_accounting is imported when a DP-SGD profile is first
 evaluated), so it can be imported without torch, jax or Hydra. The public names live here, as in
-riskcal and dp_accounting::
+riskcal and dp_accounting:
 
-    from stages.bound import count_bound, success_bound, best_bound, GaussianDP, DPSGD
+```python
+from stages.bound import count_bound, success_bound, best_bound, GaussianDP, DPSGD
+```
+
+Every public function refuses an argument of a shape it does not take with one sentence (an ``ArgumentError``,
+a ValueError) naming the argument, the shape received and the shapes taken: the targets' prior successes ``p`` are
+one number per target (1-D), each target's whole prior goes to ``distributions=``.
 
 Any accountant's guarantee becomes a profile (``accountants``): ``from_dp_event`` (a dp_accounting
 ``DpEvent``), ``from_delta`` (a delta(eps) function or a table of (eps, delta) pairs), ``from_opacus``

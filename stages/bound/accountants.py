@@ -1,10 +1,12 @@
 """Any accountant as a privacy profile: a dp_accounting DpEvent, a delta(eps) curve or (eps, delta) table, an opacus history.
 
-Three factories turn what a user already has into a ``PrivacyProfile`` the theorems take::
+Three factories turn what a user already has into a ``PrivacyProfile`` the theorems take:
 
-    from_dp_event(event, neighboring="add_remove")   # dp_accounting's PLD accountant, pessimistic
-    from_delta([(1.0, 1e-3), (2.0, 1e-6)])           # the tightest profile a table (or a function) implies
-    from_opacus(accountant)                          # an opacus accountant's history, via from_dp_event
+```python
+from_dp_event(event, neighboring="add_remove")   # dp_accounting's PLD accountant, pessimistic
+from_delta([(1.0, 1e-3), (2.0, 1e-6)])           # the tightest profile a table (or a function) implies
+from_opacus(accountant)                          # an opacus accountant's history, via from_dp_event
+```
 
 Each states its neighbouring relation. The theorems compare datasets that differ by *replacing* one
 record (THEORY.md, Section 1), so in a reconstruction game an add/remove profile is replaced by
@@ -28,7 +30,7 @@ from functools import cached_property
 import numpy as np
 
 from . import _validate
-from .profiles import ApproxDP, GaussianDP, PrivacyLossProfile, PrivacyProfile, gdp_delta
+from .profiles import ApproxDP, GaussianDP, PrivacyLossProfile, PrivacyProfile, gdp_delta, renyi_orders
 
 __all__ = [
     "from_dp_event",
@@ -47,6 +49,7 @@ _EXP_LIMIT = 700.0
 
 def _renyi_of_exact(pure: float | None, mu: float | None, orders) -> np.ndarray | None:
     """The Renyi-DP curve an exact eps-DP (ApproxDP.renyi) or mu-GDP (GaussianDP.renyi) guarantee gives, else None."""
+    renyi_orders(orders)
     if pure is not None:
         return ApproxDP(pure).renyi(orders)
     if mu is not None:
@@ -392,7 +395,8 @@ def _history(accountant) -> list:
         try:
             sigma, q, steps = entry
         except (TypeError, ValueError):
-            raise ValueError(f"accountant.history[{i}] must be (noise_multiplier, sample_rate, steps), got {entry!r}.") from None
+            raise _validate.ArgumentError(f"accountant.history[{i}]", f"accountant.history[{i}] must be "
+                                          f"(noise_multiplier, sample_rate, steps), got {entry!r}.") from None
         sigma = _validate.positive(f"accountant.history[{i}] noise_multiplier", sigma)
         q = _validate.positive(f"accountant.history[{i}] sample_rate", q)
         if q > 1:
@@ -455,6 +459,9 @@ class ReplaceOneByGroupPrivacy(PrivacyProfile):
 
     def params(self) -> dict:
         return {"profile": self.name, "add_remove": self.add_remove.params()}
+
+    def identity(self) -> tuple:
+        return super().identity() + self.add_remove.identity()[1:]
 
     def __repr__(self) -> str:
         return f"{self.name}({self.add_remove!r})"
@@ -553,12 +560,11 @@ class DeltaTable(PrivacyProfile):
 
     def __init__(self, pairs, neighboring: str = "replace_one"):
         self.neighboring = _neighboring(neighboring)
-        try:
-            arr = np.asarray(pairs, dtype=float)
-        except (TypeError, ValueError):
-            arr = None
-        if arr is None or arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] == 0:
-            raise ValueError(f"pairs must be a table of (eps, delta) rows, e.g. [(1.0, 1e-5), (2.0, 1e-7)], got {pairs!r}.")
+        takes = "a table of (eps, delta) rows, shape (J, 2), e.g. [(1.0, 1e-5), (2.0, 1e-7)]"
+        if _validate.ndim(pairs) != 2 or np.shape(pairs)[1] != 2 or np.shape(pairs)[0] == 0:
+            raise _validate.shape_error("pairs", pairs, takes, "for one guarantee pass [(eps, delta)]"
+                                        if _validate.ndim(pairs) == 1 else "")
+        arr = _validate.elementwise("pairs", pairs)
         _validate.epsilon("pairs eps", arr[:, 0])
         if not np.all(np.isfinite(arr[:, 0])):
             raise ValueError(f"pairs eps must be finite, got {arr[:, 0].tolist()!r}; drop the pair at eps = inf "
@@ -604,6 +610,22 @@ class DeltaTable(PrivacyProfile):
         return np.where(eps >= self.max_useful_epsilon, float(np.min(self.deltas_)), out)
 
 
+class _ByIdentity:
+    """An object compared and hashed by identity (a user's function in a profile's identity), held so that its id is
+    never reused while a memo key holds it."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _ByIdentity) and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+
 def _call(fn, eps: np.ndarray) -> np.ndarray:
     """fn at each eps (one float at a time), checked: a number in [0, 1] (above 1 means no guarantee: 1)."""
     out = np.empty(len(eps))
@@ -637,7 +659,7 @@ class DeltaCurve(PrivacyProfile):
             raise ValueError(f"fn must be a function of eps returning delta, or give a table to from_delta, got {fn!r}.")
         self.neighboring = _neighboring(neighboring)
         grid = (np.concatenate([[0.0], np.geomspace(1e-3, 100.0, 800)]) if epsilons is None
-                else np.unique(np.asarray(_validate.epsilon("epsilons", epsilons), dtype=float).ravel()))
+                else np.unique(_validate.vector("epsilons", epsilons, _validate.epsilon, what="a grid of eps >= 0")))
         grid = grid[np.isfinite(grid)]
         if grid.size == 0:
             raise ValueError(f"epsilons must hold at least one finite eps >= 0, got {epsilons!r}.")
@@ -654,6 +676,11 @@ class DeltaCurve(PrivacyProfile):
     def params(self) -> dict:
         name = f"{getattr(self.fn, '__module__', None)}.{getattr(self.fn, '__qualname__', type(self.fn).__name__)}"
         return {"profile": self.name, "function": name, "values_sha256": self._fingerprint, "neighboring": self.neighboring}
+
+    def identity(self) -> tuple:
+        """params() name the function and fingerprint its values on the grid; delta(eps) off the grid is the function's
+        own, so two curves are the same profile only with the same function object too."""
+        return super().identity() + (_ByIdentity(self.fn),)
 
     def pure_epsilon(self) -> float | None:
         return self._pure

@@ -378,19 +378,22 @@ def best_bound(
     set_valued = theorems._check_set_valued(set_valued)
     profile = theorems._profile(profile, game)
     if distributions is not None:
-        if isinstance(distributions, np.ndarray) and distributions.ndim == 1:
-            distributions = [distributions]
+        if _validate.ndim(distributions) == 1 and not isinstance(distributions, (list, tuple)) or (
+                isinstance(distributions, (list, tuple)) and distributions and _validate.ndim(distributions[0]) == 0):
+            distributions = [distributions]  # one target's prior
+        grouped = Distributions.of(distributions)
         if p is None:
             if set_valued:
-                raise ValueError("p must be given for set-valued success (the prior mass of the best success set "
-                                 "depends on the metric), got None.")
-            grouped = Distributions.of(distributions)
+                raise _validate.ArgumentError("p", "p must be given for set-valued success (the prior mass of the best "
+                                                   "success set depends on the metric), got None.")
             p = np.repeat(grouped.p, grouped.counts)
     if p is None:
-        raise ValueError("p must be given (the targets' prior successes) unless distributions= gives their whole priors, got None.")
-    arr = _validate.probability("p", p)
-    if arr.ndim > 1:
-        raise ValueError(f"p must be a number or a 1-d array of prior success probabilities, got shape {arr.shape}.")
+        raise _validate.ArgumentError("p", "p must be given (the targets' prior successes) unless distributions= gives "
+                                           "their whole priors, got None.")
+    fix = {2: "for each target's whole prior pass distributions="}.get(_validate.ndim(p), "")
+    arr = _validate.vector("p", p, _validate.probability, what="one prior success per target", allow_scalar=True, fix=fix)
+    if distributions is not None and arr.ndim == 1 and n is None:
+        _validate.same_targets("p", arr.size, "distributions", grouped.n)
     if n is not None:
         n = _validate.integer("n", n, minimum=1)
         if arr.ndim == 0:
@@ -406,12 +409,13 @@ def best_bound(
                 "bound; without one it bounds one target's success probability."
             )
         kind = "probability"
+        if collision is not None and np.size(_validate.elementwise("collision", collision)) != 1:
+            raise _validate.shape_error("collision", collision, "the target's collision probability (one number)")
         values, skipped = _bounds(profile, arr, Setting(game, set_valued, kind), None,
                                   None if collision is None else float(np.ravel(collision)[0]), distributions)
     else:
-        c = _validate.confidence("confidence", confidence)
-        if c.ndim != 0:
-            raise ValueError(f"confidence must be a single number in (0, 1), got {confidence!r}.")
+        c = _validate.scalar("confidence", confidence, _validate.confidence,
+                             fix="call best_bound once per confidence")
         kind = "count"
         values, skipped = _bounds(profile, arr, Setting(game, set_valued, kind), float(c), collision, distributions)
 

@@ -22,7 +22,12 @@ from stages.bound.theorems import Priors
 
 __all__ = ["PlayedTrials", "TrialLaws", "played_trials", "group_prior_success", "guesses_per_trial", "guesses_per_target", "as_confidences",
            "count_dict", "set_valued_success", "success_set_size", "prior_collision", "prior_distributions", "distributions_of",
-           "bound_theorem"]
+           "bound_theorem", "BOX_CODE_VERSION", "theorem_versions"]
+
+#: The version of the bound numbers that have no version of their own: Theorem 3.1 (pure eps-DP), MMC, the comparators
+#: (stages.bound.prior_work), the floor (stages.bound.floor) and the boxes' own code. Bump it when any of them gives
+#: another number for the same inputs, so bounds cached by the pipeline's `bound` stage are not reused.
+BOX_CODE_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -259,3 +264,15 @@ def bound_theorem(profile, metric, k: int, domain_size: int | None, default: str
     else:
         reason = "one exact guess per target: delta(eps) weighted by 1 - beta_i"
     return {"theorem": name, "set_valued": set_valued, "reason": reason, "version": SPLIT_THEOREM_VERSION}
+
+
+def theorem_versions() -> dict[str, int]:
+    """The version of every theorem a bound box may use, and BOX_CODE_VERSION for the numbers without one: part of
+    the key of the pipeline's `bound` stage (pipeline.game.bound_stage_config), so a new version of any of them
+    computes its bounds afresh. Read when called, so the key follows each module's constant."""
+    from stages.bound import designated_run, prior_run, theorems, whole_prior
+
+    return {"split": theorems.SPLIT_THEOREM_VERSION, "default": theorems.DEFAULT_BOUND_VERSION,
+            "expected": theorems.EXPECTED_BOUND_VERSION, "whole_prior": whole_prior.WHOLE_PRIOR_VERSION,
+            "prior_run": prior_run.PRIOR_RUN_VERSION, "designated_run": designated_run.DESIGNATED_RUN_VERSION,
+            "boxes": BOX_CODE_VERSION}

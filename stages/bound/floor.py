@@ -35,7 +35,7 @@ from scipy import integrate, special
 from stages._bisect import bisect
 
 from . import _validate, tails
-from .profiles import ApproxDP, PrivacyProfile, for_game
+from .profiles import DPSGD, ApproxDP, PrivacyLossProfile, PrivacyProfile, for_game
 from .whole_prior import _EXACT_TOP, Distributions
 
 __all__ = ["FLOOR_MECHANISM", "counts_at", "floor_counts", "floor_mechanism", "floor_mixture_counts", "floor_success",
@@ -44,7 +44,9 @@ __all__ = ["FLOOR_MECHANISM", "counts_at", "floor_counts", "floor_mechanism", "f
 #: The family of mechanisms and the attack (``floor_mechanism`` names the member a profile gets).
 FLOOR_MECHANISM = ("a product of per-target class mechanisms (Gaussian simplex for mu-GDP, randomized response revealing "
                    "the class with probability delta for (eps, delta)-DP, and for every profile randomized response "
-                   "certified below it; the best per target) with the MAP attack (THEORY.md section 11)")
+                   "certified below its delta(eps) as computed, which for an accountant's profile (DP-SGD, a DpEvent) "
+                   "is the accountant's pessimistic curve, not the mechanism's exact one; the best per target) with "
+                   "the MAP attack (THEORY.md section 11)")
 #: At most this many classes per target (the m likeliest values and "rest").
 MAX_CLASSES = 16
 assert MAX_CLASSES <= _EXACT_TOP  # the values read are a rounded prior's exact head
@@ -93,8 +95,8 @@ def _rr_delta(grid: np.ndarray, eps0: float, m: int) -> np.ndarray:
     return -np.expm1(np.minimum(grid - eps0, 0.0)) / (1.0 + m * math.exp(-eps0))
 
 
-#: The last few profiles' ``_profile_low``, by identity (equal params need not mean the same delta: DPSGD's
-#: discretization is not a param), so a game's trials and its label read a privacy-loss profile once.
+#: The last few profiles' ``_profile_low``, by object (a profile's identity would do as well: it holds every parameter
+#: of delta, PrivacyProfile.identity), so a game's trials and its label read a privacy-loss profile once.
 _LOWS: list[tuple[PrivacyProfile, np.ndarray]] = []
 
 
@@ -145,7 +147,8 @@ def floor_mechanism(profile: PrivacyProfile) -> str:
     mem = _members(profile)
     rr = (f"(m + 1)-ary randomized response at eps0 = {_rr_epsilon(mem.low, 1):.4g} for two classes up to "
           f"{_rr_epsilon(mem.low, MAX_CLASSES - 1):.4g} for {MAX_CLASSES} (the largest whose hockey-stick curve is "
-          f"certified below {mem.profile!r}'s delta(eps))")
+          f"certified below {mem.profile!r}'s delta(eps){_PESSIMISTIC if _pessimistic(mem.profile) else ''}"
+          f"{_ASSUMED_MONOTONE if _function_given(mem.profile) else ''})")
     if mem.mu is not None:
         what = (f"Gaussian simplex mechanisms with edge mu = {mem.mu:.6g} (exactly the profile's mu-GDP) or {rr}, "
                 "per target whichever the attack does better on")
@@ -156,6 +159,39 @@ def floor_mechanism(profile: PrivacyProfile) -> str:
     else:
         what = rr
     return f"a product of per-target {what}, with the MAP attack (THEORY.md section 11)"
+
+
+#: What a label adds for a profile read off an accountant (``_pessimistic``).
+_PESSIMISTIC = (" as dp_accounting computes it: its pessimistic curve, an upper bound on the mechanism's exact one, so "
+                "this member is certified below the accountant's curve, not the exact one")
+
+
+#: What a label adds for a profile given as a user's function of eps (``_function_given``): the grid check holds between
+#: grid points only where the curve does not rise there (THEORY.md section 11, Lemma 6), which no finite set of
+#: evaluations can check.
+_ASSUMED_MONOTONE = (", a user's function read on a grid: certified on the assumption that it is non-increasing between "
+                     "the grid's points, as every true privacy profile is")
+
+
+def _function_given(profile: PrivacyProfile) -> bool:
+    """Whether the profile's delta(eps) is a user's function (accountants.DeltaCurve, or group privacy over one)."""
+    from .accountants import DeltaCurve, ReplaceOneByGroupPrivacy
+
+    if isinstance(profile, ReplaceOneByGroupPrivacy):
+        return _function_given(profile.add_remove)
+    return isinstance(profile, DeltaCurve)
+
+
+def _pessimistic(profile: PrivacyProfile) -> bool:
+    """Whether the profile's delta(eps) is an accountant's pessimistic curve (a privacy-loss distribution: DPSGD with
+    sample rate < 1, accountants.DpEventProfile, or group privacy over one) rather than the mechanism's exact one."""
+    from .accountants import ReplaceOneByGroupPrivacy
+
+    if isinstance(profile, ReplaceOneByGroupPrivacy):
+        return _pessimistic(profile.add_remove)
+    if isinstance(profile, DPSGD):
+        return profile.full_batch_mu is None  # full batch: the exact GDP closed form
+    return isinstance(profile, PrivacyLossProfile)
 
 
 def _top_values(shape, size: int) -> np.ndarray:
@@ -227,7 +263,9 @@ def floor_success(profile: PrivacyProfile, distribution) -> tuple[float, int]:
     """(success, m): the MAP attack's success on one target with prior ``distribution`` against the best class
     mechanism of the module's family (m: its number of singleton classes), at least the prior's largest
     probability (the attack that ignores the release)."""
-    succ, best_m = floor_successes(profile, Distributions.of([distribution], name="distribution"))
+    one = _validate.vector("distribution", distribution, what="one target's prior, probabilities",
+                           fix="use floor_counts for many targets")
+    succ, best_m = floor_successes(profile, Distributions.of([one], name="distribution"))
     return float(succ[0]), int(best_m[0])
 
 
@@ -289,8 +327,14 @@ def low_tail(successes: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 def counts_at(low: np.ndarray, confidences) -> list[int]:
     """For each confidence c the smallest k with low[k + 1] <= 1 - c (``low`` as ``low_tail`` gives it)."""
-    levels = _validate.confidence("confidences", confidences)
+    levels = _confidences(confidences)
     return [int(np.flatnonzero(low[1:] <= 1.0 - c)[0]) for c in levels]
+
+
+def _confidences(confidences) -> np.ndarray:
+    """The confidences of a floor: a 1-d array (a list of counts comes back, one per confidence)."""
+    return _validate.vector("confidences", confidences, _validate.confidence, what="a list of confidences",
+                            fix="for one confidence c pass [c]")
 
 
 def _floor_tail(profile: PrivacyProfile, distributions) -> np.ndarray:
@@ -302,7 +346,7 @@ def floor_counts(profile: PrivacyProfile, distributions, confidences) -> list[in
     """For each confidence c, the smallest k with Pr[N >= k + 1] <= 1 - c for N the count of right guesses of the
     module's attack on its mechanism (a real mechanism with ``profile``): a lower bound on every valid count bound at
     c. The law is computed on the low side (the convolution's trimmed mass and _SLACK off every tail)."""
-    _validate.confidence("confidences", confidences)  # refused before any work
+    _confidences(confidences)  # refused before any work
     return counts_at(_floor_tail(profile, distributions), confidences)
 
 
@@ -310,7 +354,7 @@ def floor_mixture_counts(profile: PrivacyProfile, runs, confidences) -> list[int
     """``floor_counts`` for the mixture of R trials, each with its own targets' priors (``runs``: one
     ``distributions`` per trial, the same number of targets): the law of N is the mean of the trials' laws, as for the
     bounds over the trials (Theorem 2, Corollaries 3.1 and 4.1), so no bound on the mixture's count is below it."""
-    _validate.confidence("confidences", confidences)
+    _confidences(confidences)
     lows = [_floor_tail(profile, d) for d in runs]
     if len({low.size for low in lows}) != 1:
         raise ValueError(f"runs must have the same number of targets in every trial, got {sorted({low.size - 2 for low in lows})}; "

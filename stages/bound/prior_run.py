@@ -380,12 +380,17 @@ class PriorRun:
         budget = [m * n + offset[g] * (n + 1) + np.arange(K[g]) * (n + 1) + n for g in range(m)]
         return certified, x[:P], r, [lam[ix] for ix in budget]
 
-    def _meets(self, p: np.ndarray, r: np.ndarray) -> bool:
+    def _meets(self, p: np.ndarray, r: np.ndarray, *, dense: bool = False) -> bool:
         """Whether (p, r) meets every group's constraint at every s a decision's LP can hold (its dense grid and its
-        starting cuts), to _INNER_ROOM."""
+        starting cuts), to _INNER_ROOM. The left sides sum_j (s up_j - down_j)_+ at every s come from the sorted
+        breakpoints (``_positive_part_sums``); ``dense=True`` forms the (grid x n) array of terms instead (the same
+        sums to ~1e-15, kept for tests/stages/bound/test_prior_run.py)."""
         for g in range(self.sizes.size):
             up, down = r[g, 1:], p[:-1] - r[g, :-1]
-            lhs = np.maximum(self._check[g][:, None] * up[None, :] - down[None, :], 0.0).sum(axis=1)
+            if dense:
+                lhs = np.maximum(self._check[g][:, None] * up[None, :] - down[None, :], 0.0).sum(axis=1)
+            else:
+                lhs = _positive_part_sums(self._check[g], up, down)
             if np.any(lhs > self._psi_check[g] + _INNER_ROOM):
                 return False
         return True
@@ -517,6 +522,34 @@ def expected_prior_run_counts(profile: PrivacyProfile, runs: list[Distributions]
     mean_r Pr_r[N >= c + 1] bounded by the target, for each target (``at_most``: as in ``prior_run_counts``)."""
     return _counts(PriorRun(profile, None, pooled_conjugate(profile, runs, check_groups(groups))), targets, hint,
                    at_most)
+
+
+def _positive_part_sums(s: np.ndarray, up: np.ndarray, down: np.ndarray) -> np.ndarray:
+    """sum_j max(s up_j - down_j, 0) at every entry of s, in O((len(s) + n) log n) instead of a (len(s), n) array.
+
+    The sum is piecewise linear in s with a breakpoint at t_j = down_j / up_j per term: a term with up_j > 0 is
+    s up_j - down_j for s > t_j (0 below), one with up_j < 0 is so for s < t_j, one with up_j = 0 is the constant
+    max(-down_j, 0). With the breakpoints sorted, the active terms at s are a prefix (up_j > 0) or a suffix (up_j < 0),
+    so the sum is s U - D with U, D prefix (suffix) sums of up and down. A term at its breakpoint is 0 either way.
+    """
+    s = np.asarray(s, dtype=float)
+    out = np.full(s.shape, float(np.sum(np.maximum(-down[up == 0.0], 0.0))))
+    for rising in (True, False):
+        pick = up > 0.0 if rising else up < 0.0
+        if not np.any(pick):
+            continue
+        t = down[pick] / up[pick]
+        order = np.argsort(t, kind="stable")
+        t, u, d = t[order], up[pick][order], down[pick][order]
+        if rising:  # active where t_j < s: the first k terms
+            k = np.searchsorted(t, s, side="left")
+            su, sd = np.concatenate([[0.0], np.cumsum(u)]), np.concatenate([[0.0], np.cumsum(d)])
+        else:  # active where t_j > s: the terms from k on
+            k = np.searchsorted(t, s, side="right")
+            su = np.concatenate([np.cumsum(u[::-1])[::-1], [0.0]])
+            sd = np.concatenate([np.cumsum(d[::-1])[::-1], [0.0]])
+        out += np.maximum(s * su[k] - sd[k], 0.0)
+    return out
 
 
 def _start(s_dense: np.ndarray, psi_dense: np.ndarray) -> np.ndarray:

@@ -25,6 +25,7 @@ c targets are attacked").
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -57,10 +58,8 @@ def _as_output(arr: np.ndarray):
 
 
 def _prior_vector(name: str, p) -> np.ndarray:
-    arr = _validate.probability(name, p)
-    if arr.ndim > 1:
-        raise ValueError(f"{name} must be a number or a 1-d array of prior success probabilities, got shape {arr.shape}.")
-    return np.atleast_1d(arr)
+    return np.atleast_1d(_validate.vector(name, p, _validate.probability, what="one prior success per target",
+                                          allow_scalar=True))
 
 
 def uniform_candidates(p, *, allowed: tuple[int, ...] | None = None, name: str = "p", bound: str = "this bound") -> int:
@@ -215,20 +214,27 @@ def _inverse_blow_up_from_delta(profile, *, refine: bool):
     return ginv
 
 
-def _mmc_excess(ginv, tau: float, m: int, guesses: int, v: int, k: int) -> float:
+def _mmc_excess(ginv, tau: float, m: int, guesses: int, v: int, k: int, *, stop_above: bool = False) -> float:
     """r_0 + h_0 - guesses/m of MMC's recursion started at Pr[#correct >= v] = tau.
 
     r_v = tau v / m, h_v = tau (guesses - v) / m; for i = v-1..0:
     h_i = max(h_{i+1}, (k-1) g^{-1}(r_{i+1})), r_i = r_{i+1} + i / (guesses - i) (h_i - h_{i+1}).
     MMC show r_0 + h_0 <= guesses/m whenever Pr[#correct >= v] >= tau.
+
+    ``stop_above``: return r_i + h_i - guesses/m as soon as it is > 0 (only its sign is then exact). Every step
+    adds non-negative amounts to r and h, so r + h never decreases along the recursion (in floating point too:
+    rounded addition of a non-negative number never decreases), and r_0 + h_0 > guesses/m follows.
     """
     r = tau * v / m
     h = tau * (guesses - v) / m
+    cap = guesses / m
     for i in range(v - 1, -1, -1):
         h_new = max(h, (k - 1) * ginv(min(r, 1.0)))
         r = r + (i / (guesses - i)) * (h_new - h)
         h = h_new
-    return r + h - guesses / m
+        if stop_above and r + h > cap:
+            break
+    return r + h - cap
 
 
 def _mmc_tail(ginv, m: int, guesses: int, v: int, k: int) -> float:
@@ -241,9 +247,25 @@ def _mmc_tail(ginv, m: int, guesses: int, v: int, k: int) -> float:
     # Any tau where the constraint fails bounds the probability from above (Pr >= tau would
     # contradict it), so the bisection keeps hi infeasible and returns hi: valid by construction.
     fails = lambda log_tau: _mmc_excess(ginv, math.exp(log_tau), m, guesses, v, k) > 0
-    if fails(-745.0):
-        return math.exp(-745.0)
-    return min(1.0, math.exp(bisect(fails, -745.0, 0.0, atol=1e-13, iterations=60)[1]))  # on log tau
+    if fails(_LOG_TAU_FLOOR):
+        return math.exp(_LOG_TAU_FLOOR)
+    return min(1.0, math.exp(_bisect_log_tau(fails)[1]))
+
+
+#: _mmc_tail's bisection on log tau: its floor (exp(-745) is the smallest positive double), tolerance and steps.
+_LOG_TAU_FLOOR, _LOG_TAU_ATOL, _LOG_TAU_STEPS = -745.0, 1e-13, 60
+
+
+def _bisect_log_tau(pred):
+    return bisect(pred, _LOG_TAU_FLOOR, 0.0, atol=_LOG_TAU_ATOL, iterations=_LOG_TAU_STEPS)
+
+
+@functools.lru_cache(maxsize=256)
+def _decision_tau(confidence: float) -> float:
+    """exp(x_c), x_c the largest point of _mmc_tail's bisection grid with exp(x_c) <= 1 - confidence (``_mmc_count``):
+    the grid replayed with the predicate exp(x) > 1 - confidence, whose false end is x_c."""
+    one_minus_c = 1.0 - confidence
+    return math.exp(_bisect_log_tau(lambda x: math.exp(x) > one_minus_c)[0])
 
 
 def mmc_tail_bound(profile, p, v) -> float:
@@ -288,7 +310,30 @@ def mmc_bound(profile, p, *, confidence=None):
         _one_target(arr, "mmc_bound")
         return _mmc_tail(ginv, 1, guesses, 1, k)
     levels = _confidences(confidence)
-    return _count_from_tail(lambda v: _mmc_tail(ginv, arr.size, guesses, v, k), guesses, levels)
+    return _mmc_count(ginv, arr.size, guesses, k, levels)
+
+
+def _mmc_count(ginv, m: int, guesses: int, k: int, confidence: np.ndarray):
+    """MMC's count in decision form: per confidence c, (smallest v with "Pr[#correct >= v] < 1 - c" shown) - 1.
+
+    ``_count_from_tail`` on ``_mmc_tail`` bisects log tau for every v it visits (about 53 recursions each) and
+    asks whether the tau found (the bracket's failing end) is <= 1 - c. Here each visited v costs one
+    recursion, at one tau per confidence: tau_c = exp(x_c), x_c the largest point of that same bisection
+    grid with exp(x_c) <= 1 - c (the grid replayed with the cheap predicate exp(x) > 1 - c). The excess
+    increases along tau (MMC's Lemma A.5, stages/bound/MMC_CHECK.md step 7), so _mmc_tail's bisection ends
+    at or below x_c exactly when the excess is > 0 at x_c: the same decision, hence the same count
+    (test_mmc_vs_oracle.py::test_decision_form_counts_equal_the_bisected_ones); and an excess > 0 at
+    tau_c <= 1 - c proves Pr[#correct >= v] < 1 - c on its own (Theorem 3.2). Taking tau = 1 - c itself
+    would sometimes count one fewer (where the failing tau lies within the grid's 1e-13 of 1 - c, e.g.
+    (eps, delta) = (0.3, 0.05) at c = 0.95). The recursion stops as soon as its excess is positive
+    (``stop_above``). Binary search on v over 1..guesses + 1, as in ``_count_from_tail``.
+    """
+    out = np.empty(confidence.shape, dtype=np.int64)
+    for idx, c in np.ndenumerate(confidence):
+        tau = _decision_tau(float(c))
+        shown = lambda v: _mmc_excess(ginv, tau, m, guesses, v, k, stop_above=True) > 0  # v in 1..guesses only
+        out[idx] = smallest_true(shown, 0, guesses + 1) - 1
+    return int(out) if out.ndim == 0 else out
 
 
 # --------------------------------------------------------------------------------------------
@@ -328,7 +373,7 @@ def steinke_tail_bound(eps, delta, p, v) -> float:
     """
     arr = _prior_vector("p", p)
     uniform_candidates(arr, allowed=(2,), bound="steinke_bound (membership inference)")
-    eps = float(_validate.epsilon("eps", eps))
+    eps = _validate.scalar("eps", eps, _validate.epsilon)
     delta = _validate.delta("delta", delta)
     v = _validate.integer("v", v)
     r = int(np.count_nonzero(arr))
@@ -347,7 +392,7 @@ def steinke_bound(eps, delta, p, *, confidence=None):
     """
     arr = _prior_vector("p", p)
     uniform_candidates(arr, allowed=(2,), bound="steinke_bound (membership inference)")
-    eps = float(_validate.epsilon("eps", eps))
+    eps = _validate.scalar("eps", eps, _validate.epsilon)
     delta = _validate.delta("delta", delta)
     r = int(np.count_nonzero(arr))
     if confidence is None:
@@ -368,10 +413,10 @@ def _rdp_pairs(rdp) -> tuple[np.ndarray, np.ndarray]:
         orders, epsilons = rdp
     except (TypeError, ValueError):
         raise ValueError(f"rdp must be a pair (orders, epsilons) of equal-length arrays, got {rdp!r}.") from None
-    orders = np.atleast_1d(np.asarray(orders, dtype=float))
-    epsilons = np.atleast_1d(_validate.epsilon("rdp epsilons", epsilons))
-    if orders.shape != epsilons.shape or orders.ndim != 1 or orders.size == 0:
-        raise ValueError(f"rdp must be a pair (orders, epsilons) of equal-length 1-d arrays, got shapes "
+    orders = np.atleast_1d(_validate.vector("rdp orders", orders, allow_scalar=True))
+    epsilons = np.atleast_1d(_validate.vector("rdp epsilons", epsilons, _validate.epsilon, allow_scalar=True))
+    if orders.shape != epsilons.shape:
+        raise _validate.ArgumentError("rdp", f"rdp must be a pair (orders, epsilons) of equal-length 1-d arrays, got shapes "
                          f"{orders.shape} and {epsilons.shape}.")
     if np.any(~(orders > 1.0)):
         raise ValueError(f"rdp orders must be > 1, got {float(orders[~(orders > 1.0)][0])!r}.")
@@ -398,7 +443,7 @@ def rero_bound(p, *, eps=None, rdp=None, rho=None):
     with np.errstate(divide="ignore"):
         log_kappa = np.log(kappa)
     if eps is not None:
-        e = _validate.epsilon("eps", eps)
+        e = _validate.scalar("eps", eps, _validate.epsilon)
         return _as_output(np.minimum(1.0, np.exp(np.minimum(log_kappa + e, 0.0))))
     if rho is not None:
         rho = _validate.positive("rho", rho, allow_zero=True)
@@ -423,7 +468,7 @@ def narcissus_bound(eps, delta, p):
     Vectorised over p.
     """
     p = _validate.probability("p", p)
-    e = float(_validate.epsilon("eps", eps))
+    e = _validate.scalar("eps", eps, _validate.epsilon)
     d = _validate.delta("delta", delta)
     with np.errstate(over="ignore"):
         return _as_output(np.minimum(1.0, np.exp(e) * p + d))
@@ -447,7 +492,7 @@ def cherubin_bound(noise_multiplier, sample_rate, steps, p, *, allow_approximati
     paper's approximation, not a guarantee).
     """
     sigma = _validate.positive("noise_multiplier", noise_multiplier)
-    q = float(_validate.probability("sample_rate", sample_rate, open_low=True))
+    q = _validate.scalar("sample_rate", sample_rate, _validate.probability, open_low=True)
     if q < 1.0 and not allow_approximation:
         raise ValueError(
             f"cherubin_bound is a proven bound only for full-batch DP-SGD (sample_rate = 1), got sample_rate = {q!r}; "

@@ -25,6 +25,7 @@ def beta(eps, p):
     """
     e = _validate.epsilon("eps", eps)
     q = _validate.probability("p", p)
+    _validate.broadcast(eps=e, p=q)
     with np.errstate(invalid="ignore", divide="ignore"):
         out = special.expit(e + special.logit(q))
     out = np.where(q == 0.0, 0.0, np.where(q == 1.0, 1.0, out))
@@ -38,12 +39,11 @@ def beta_unchecked(eps: float, p: np.ndarray) -> np.ndarray:
     return np.where(p == 0.0, 0.0, np.where(p == 1.0, 1.0, out))
 
 
-def _priors(p) -> np.ndarray:
-    arr = _validate.probability("p", p)
-    arr = np.atleast_1d(arr).ravel()
-    if arr.size == 0:
-        raise ValueError("p must hold at least one prior success probability, got an empty array.")
-    return arr
+def vector(name: str, p) -> np.ndarray:
+    """``_validate.vector`` for the targets' prior successes (one per target, in [0, 1])."""
+    fix = {2: "for each target's whole prior pass distributions=", 0: "for one target pass [p]"}
+    return _validate.vector(name, p, _validate.probability, what="one prior success per target",
+                            fix=fix.get(_validate.ndim(p), ""))
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,18 +68,16 @@ class Priors:
     n: int = field(init=False)
 
     def __post_init__(self):
-        values = _validate.probability("p", self.values)
-        if values.ndim != 1:
-            raise ValueError(f"p must be a 1-d array of distinct prior success values, got shape {values.shape}.")
-        counts = np.asarray(self.counts)
-        if counts.shape != values.shape or not np.issubdtype(counts.dtype, np.number) or np.any(
-                ~np.isfinite(counts) | (counts < 0) | (counts != np.round(counts))):
-            raise ValueError(f"counts must be integers >= 0, one per value of p (shape {values.shape}), got {self.counts!r}.")
+        values = _validate.vector("p", self.values, _validate.probability, what="the groups' prior success values")
+        counts = _validate.vector("counts", self.counts, what=f"one count per value of p (shape {values.shape})")
+        if counts.shape != values.shape or np.any(~np.isfinite(counts) | (counts < 0) | (counts != np.round(counts))):
+            raise _validate.ArgumentError("counts", f"counts must be integers >= 0, one per value of p (shape "
+                                                    f"{values.shape}), got {self.counts!r}.")
         counts = counts.astype(np.int64)
         collision = None
         if self.collision is not None:
-            collision = np.array(np.broadcast_to(_validate.probability("collision", self.collision), values.shape),
-                                 dtype=float)
+            collision = np.array(np.broadcast_to(_collision_shape(self.collision, values.size, "value of p"),
+                                                 values.shape), dtype=float)
         if not np.all(counts > 0):
             keep = counts > 0
             values, counts = values[keep], counts[keep]
@@ -94,7 +92,7 @@ class Priors:
             counts = merged
         n = int(np.sum(counts))
         if n < 1:
-            raise ValueError("p must hold at least one prior success probability, got no targets (counts sum to 0).")
+            raise _validate.ArgumentError("p", "p must hold at least one prior success probability, got no targets (counts sum to 0).")
         self._set(values, counts, collision, n)
 
     def _set(self, values: np.ndarray, counts: np.ndarray, collision, n: int) -> None:
@@ -110,17 +108,16 @@ class Priors:
         return out
 
     @classmethod
-    def of(cls, p, collision=None) -> "Priors":
+    def of(cls, p, collision=None, *, exact_guess: bool = False) -> "Priors":
         """The per-target prior successes p (n,) grouped, with each group's mean collision probability
-        from the per-target (or one shared) ``collision``, None if unknown."""
-        q = _priors(p)
+        from the per-target (or one shared) ``collision``, None if unknown. ``exact_guess``: p_i is the mass of
+        one value, the prior's largest (one exact a-priori guess), so the collision probability is also at least
+        p_i^2 (checked)."""
+        q = vector("p", p)
         if collision is None:
             return cls._unchecked(*np.unique(q, return_counts=True))
-        c = _validate.probability("collision", collision)
-        if c.ndim > 1 or c.size not in (1, q.size):
-            raise ValueError(f"collision must be one probability or one per target (shape ({q.size},)), "
-                             f"got shape {c.shape}.")
-        _check_collision(np.broadcast_to(c.ravel(), q.shape), q)
+        c = _collision_shape(collision, q.size)
+        _check_collision(np.broadcast_to(c.ravel(), q.shape), q, exact_guess)
         values, inverse, counts = np.unique(q, return_inverse=True, return_counts=True)
         sums = np.bincount(inverse.ravel(), weights=np.broadcast_to(c.ravel(), q.shape), minlength=len(values))
         return cls._unchecked(values, counts, np.minimum(sums / counts, 1.0))
@@ -138,25 +135,43 @@ class Priors:
         return np.where(self.values == 0.0, 0.0, sums)
 
 
-def _check_collision(collision: np.ndarray, p: np.ndarray) -> None:
-    """Refuse a collision probability above p: c = sum_x pi(x)^2 <= max_x pi(x) <= p for every prior and every
-    success family (a target the attack abstains on, p = 0, keeps its prior's c: its weight is 0 anyway)."""
+def _collision_shape(collision, n: int, per: str = "target") -> np.ndarray:
+    """``collision`` as probabilities: one for every target or one per target (n), any other shape refused."""
+    c = _validate.elementwise("collision", collision, _validate.probability)
+    if c.ndim > 1 or c.size not in (1, n):
+        raise _validate.shape_error("collision", collision, f"one probability or one per {per} (shape ({n},))")
+    return c
+
+
+def _check_collision(collision: np.ndarray, p: np.ndarray, exact_guess: bool = False) -> None:
+    """Refuse a collision probability no prior with prior success p has: c = sum_x pi(x)^2 <= max_x pi(x) <= p for
+    every prior and every success family (a target the attack abstains on, p = 0, keeps its prior's c: its weight is
+    0 anyway), and for one exact guess (p = max_x pi(x)) also c >= p^2."""
     above = (collision > p * (1.0 + 1e-9) + 1e-15) & (p > 0)
     if np.any(above):
         i = int(np.flatnonzero(above)[0])
-        raise ValueError(f"collision must be at most p for every target (sum_x pi(x)^2 <= max_x pi(x) <= p for any "
+        raise _validate.ArgumentError(
+            "collision", f"collision must be at most p for every target (sum_x pi(x)^2 <= max_x pi(x) <= p for any "
                          f"prior), got collision {float(collision[i])!r} > p = {float(p[i])!r} at index {i}; pass the "
                          "prior's own collision probability, or None (0, valid for every prior).")
+    below = exact_guess & (collision < p * p * (1.0 - 1e-9) - 1e-15)
+    if np.any(below):
+        i = int(np.flatnonzero(below)[0])
+        raise _validate.ArgumentError(
+            "collision", f"collision must be at least p^2 for every target with one exact guess (p = max_x pi(x), so "
+                         f"sum_x pi(x)^2 >= p^2), got collision {float(collision[i])!r} < p^2 = {float(p[i]) ** 2!r} at "
+                         f"index {i}; pass the prior's own collision probability, or None.")
 
 
-def grouped(p, collision=None) -> Priors:
-    """p as Priors: a Priors as it is (its own collision probabilities), per-target arrays grouped once."""
+def grouped(p, collision=None, *, exact_guess: bool = False) -> Priors:
+    """p as Priors: a Priors as it is (its own collision probabilities), per-target arrays grouped once
+    (``exact_guess`` as in ``Priors.of``)."""
     if isinstance(p, Priors):
         if collision is not None:
-            raise ValueError("collision must be None when p is a Priors (a Priors carries its groups' collision "
+            raise _validate.ArgumentError("collision", "collision must be None when p is a Priors (a Priors carries its groups' collision "
                              f"probabilities), got {collision!r}; give it as Priors(values, counts, collision).")
         return p
-    return Priors.of(p, collision)
+    return Priors.of(p, collision, exact_guess=exact_guess)
 
 
 def pure_tail(eps: float, priors: Priors) -> Tail:

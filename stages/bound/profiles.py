@@ -58,17 +58,25 @@ class PrivacyProfile(ABC):
 
     @abstractmethod
     def params(self) -> dict:
-        """The parameters that define the profile, JSON-able, with key ``profile``."""
+        """The parameters that define the profile, JSON-able, with key ``profile``: every parameter that changes
+        delta(eps) (tests/stages/bound/test_profile_identity.py checks each class)."""
+
+    def identity(self) -> tuple:
+        """The profile's identity: ``params()`` as canonical JSON (they may nest: a DpEvent, a wrapped profile), and
+        whatever else decides delta(eps) that JSON cannot hold (a user's function: ``accountants.DeltaCurve``).
+        ``__eq__``, ``__hash__`` and every memo keyed by a profile use it, so two profiles share a cached number only
+        when they have the same delta(eps)."""
+        return (json.dumps(self.params(), sort_keys=True),)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params().items() if k != "profile")
         return f"{self.name}({args})"
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, PrivacyProfile) and self.params() == other.params()
+        return isinstance(other, PrivacyProfile) and self.identity() == other.identity()
 
     def __hash__(self) -> int:
-        return hash(json.dumps(self.params(), sort_keys=True))  # params may nest (a DpEvent, a wrapped profile)
+        return hash(self.identity())
 
     @abstractmethod
     def _delta(self, eps: np.ndarray) -> np.ndarray:
@@ -96,6 +104,7 @@ class PrivacyProfile(ABC):
     def renyi(self, orders) -> np.ndarray | None:
         """A valid Renyi-DP curve eps_alpha at each order alpha > 1 (replace-one, like the profile), or None
         when no Renyi guarantee of this mechanism is known (``renyi_missing`` says why)."""
+        renyi_orders(orders)
         return None
 
     def renyi_missing(self) -> str:
@@ -199,9 +208,9 @@ class ApproxDP(PrivacyProfile):
         """eps-DP: the Renyi divergence of binary randomized response at eps, the largest any eps-DP pair has
         (Bun & Steinke 2016, arXiv:1605.02065): eps_alpha = log((e^(alpha eps) + e^((1 - alpha) eps)) / (1 + e^eps)) / (alpha - 1),
         below both eps and alpha eps^2 / 2 (equal to dp_accounting's RandomizedResponseDpEvent, a test checks)."""
+        a = renyi_orders(orders)
         if self.delta_ != 0.0:
             return None
-        a = np.asarray(orders, dtype=float)
         e = self.eps
         log_sum = np.logaddexp(a * e, (1.0 - a) * e) - np.logaddexp(0.0, e)
         return np.minimum(log_sum / (a - 1.0), e)
@@ -284,7 +293,7 @@ class GaussianDP(PrivacyProfile):
 
     def renyi(self, orders) -> np.ndarray | None:
         """mu-GDP (a Gaussian mechanism) is (alpha, alpha mu^2 / 2)-RDP: (mu^2 / 2)-zCDP."""
-        return np.asarray(orders, dtype=float) * self.mu**2 / 2.0
+        return renyi_orders(orders) * self.mu**2 / 2.0
 
     def epsilon(self, delta: float) -> float:
         return super().epsilon(delta)
@@ -300,6 +309,15 @@ class GaussianDP(PrivacyProfile):
         a = _validate.probability("alpha", alpha)
         out = stats.norm.sf(stats.norm.isf(a) - self.mu)
         return float(out) if np.ndim(out) == 0 else out
+
+
+def renyi_orders(orders) -> np.ndarray:
+    """Renyi orders alpha > 1 (a number or an array, vectorised), checked, as a float array."""
+    a = _validate.elementwise("orders", orders)
+    bad = ~(a > 1.0)
+    if np.any(bad):
+        raise _validate.ArgumentError("orders", f"orders must be Renyi orders > 1, got {_validate._bad_entry(a, bad)}.")
+    return a
 
 
 def gdp_delta(eps: np.ndarray, mu: float) -> np.ndarray:
@@ -442,10 +460,7 @@ class DPSGD(PrivacyLossProfile):
         value_discretization_interval: float = 1e-4,
     ):
         self.noise_multiplier = _validate.positive("noise_multiplier", noise_multiplier)
-        q = _validate.probability("sample_rate", sample_rate)
-        if q.ndim != 0 or float(q) <= 0:
-            raise ValueError(f"sample_rate must be a probability in (0, 1], got {sample_rate!r}.")
-        self.sample_rate = float(q)
+        self.sample_rate = _validate.scalar("sample_rate", sample_rate, _validate.probability, open_low=True)
         self.steps = _validate.integer("steps", steps, minimum=1)
         if neighboring not in self.NEIGHBORING:
             raise ValueError(f"neighboring must be one of {list(self.NEIGHBORING)}, got {neighboring!r}.")
@@ -461,6 +476,7 @@ class DPSGD(PrivacyLossProfile):
             "sample_rate": self.sample_rate,
             "steps": self.steps,
             "neighboring": self.neighboring,
+            "value_discretization_interval": self.value_discretization_interval,
         }
 
     def replace_one(self) -> "DPSGD":
@@ -487,7 +503,7 @@ class DPSGD(PrivacyLossProfile):
     def renyi(self, orders) -> np.ndarray | None:
         """Full batch: (alpha, alpha mu^2 / 2)-RDP. Add/remove with q < 1: dp_accounting's RDP accountant
         (orders whose series does not converge come back as inf). Replace-one with q < 1: None."""
-        a = np.asarray(orders, dtype=float)
+        a = renyi_orders(orders)
         if self.full_batch_mu is not None:
             return a * self.full_batch_mu**2 / 2.0
         if self.neighboring != "add_remove":

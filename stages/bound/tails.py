@@ -63,6 +63,22 @@ class PoissonBinomial:
     n: int
     trimmed: float = 0.0
 
+    def __post_init__(self):
+        offset = _validate.integer("offset", self.offset, minimum=0)
+        pmf = _validate.vector("pmf", self.pmf, what="the probabilities of offset, offset + 1, ... (one per count)")
+        n = _validate.integer("n", self.n, minimum=offset + pmf.size - 1)
+        trimmed = _validate.positive("trimmed", self.trimmed, allow_zero=True)
+        for name, value in (("offset", offset), ("pmf", pmf), ("n", n), ("trimmed", trimmed)):
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def _of(cls, offset: int, pmf: np.ndarray, n: int, trimmed: float = 0.0) -> "PoissonBinomial":
+        """The law as this module's convolutions build it (already valid): no checks in their inner loops."""
+        out = object.__new__(cls)
+        for name, value in (("offset", offset), ("pmf", pmf), ("n", n), ("trimmed", trimmed)):
+            object.__setattr__(out, name, value)
+        return out
+
     def dense(self) -> np.ndarray:
         """``pmf`` over every count 0 .. n (zeros outside the kept window; the FFT's round-off below 0 set to 0, which
         ``trimmed`` bounds)."""
@@ -85,6 +101,7 @@ class PoissonBinomial:
 
     def sf(self, v) -> np.ndarray:
         """``Pr[S >= v]`` for integer ``v`` (array or scalar), as a valid upper bound."""
+        _validate.elementwise("v", v)
         return self.tail()(v)
 
 
@@ -236,7 +253,7 @@ def _convolve_tree(beta: np.ndarray) -> PoissonBinomial:
             p, offsets, dropped = _trim_rows(p, offsets)
             trimmed += dropped
     off = int(offsets[0])
-    return PoissonBinomial(off, p[0][: n + 1 - off], n, trimmed)
+    return PoissonBinomial._of(off, p[0][: n + 1 - off], n, trimmed)
 
 
 def _convolve(a: PoissonBinomial, b: PoissonBinomial) -> PoissonBinomial:
@@ -249,9 +266,9 @@ def _convolve(a: PoissonBinomial, b: PoissonBinomial) -> PoissonBinomial:
         pmf, error = _convolve_rows(rows[:1], rows[1:])
         pmf = pmf[0, : len(a.pmf) + len(b.pmf) - 1]
     if len(pmf) <= _TRIM_WIDTH:  # narrow: keep every entry (far tails stay exact)
-        return PoissonBinomial(a.offset + b.offset, pmf, a.n + b.n, a.trimmed + b.trimmed + error)
+        return PoissonBinomial._of(a.offset + b.offset, pmf, a.n + b.n, a.trimmed + b.trimmed + error)
     out, off, dropped = _trim_rows(pmf[None, :], np.array([a.offset + b.offset]))
-    return PoissonBinomial(int(off[0]), out[0], a.n + b.n, a.trimmed + b.trimmed + error + dropped)
+    return PoissonBinomial._of(int(off[0]), out[0], a.n + b.n, a.trimmed + b.trimmed + error + dropped)
 
 
 def _binomial(count: int, prob: float) -> PoissonBinomial:
@@ -262,7 +279,7 @@ def _binomial(count: int, prob: float) -> PoissonBinomial:
     support is used instead.
     """
     if count < _TRIM_WIDTH:  # narrow: the whole support, so far tails stay exact
-        return PoissonBinomial(0, stats.binom.pmf(np.arange(count + 1), count, prob), count, 0.0)
+        return PoissonBinomial._of(0, stats.binom.pmf(np.arange(count + 1), count, prob), count, 0.0)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # scipy's quantile search may not bracket
         lo = stats.binom.ppf(TRIM / 2, count, prob)
@@ -274,13 +291,13 @@ def _binomial(count: int, prob: float) -> PoissonBinomial:
         # the mass outside [lo, hi], from the binomial's own tails (not 1 - sum, which rounds it away)
         trimmed = float(stats.binom.cdf(lo - 1, count, prob) + stats.binom.sf(hi, count, prob))
         if trimmed <= 1e-12:
-            return PoissonBinomial(lo, pmf, count, trimmed)
-    return PoissonBinomial(0, stats.binom.pmf(np.arange(count + 1), count, prob), count, 0.0)
+            return PoissonBinomial._of(lo, pmf, count, trimmed)
+    return PoissonBinomial._of(0, stats.binom.pmf(np.arange(count + 1), count, prob), count, 0.0)
 
 
 def distribution(beta) -> PoissonBinomial:
     """The exact law of ``sum_i Bern(beta_i)`` for a 1-d array of probabilities ``beta``."""
-    beta = _validate.probability("beta", beta).ravel()
+    beta = _validate.vector("beta", beta, _validate.probability, what="one success probability per Bernoulli")
     values, counts = np.unique(beta, return_counts=True)
     return distribution_grouped(values, counts)
 
@@ -303,11 +320,11 @@ def distribution_grouped(values: np.ndarray, counts: np.ndarray) -> PoissonBinom
         parts.append(_binomial(int(count), float(value)))
     if np.any(~grouped):
         parts.append(_convolve_tree(np.repeat(values[~grouped], counts[~grouped])))
-    result = PoissonBinomial(0, np.ones(1), 0, 0.0)
+    result = PoissonBinomial._of(0, np.ones(1), 0, 0.0)
     for part in sorted(parts, key=lambda q: len(q.pmf)):
         result = _convolve(result, part)
     # Bernoullis with beta in {0, 1} shift the law and add to n.
-    return PoissonBinomial(result.offset + ones, result.pmf, n, result.trimmed)
+    return PoissonBinomial._of(result.offset + ones, result.pmf, n, result.trimmed)
 
 
 def poisson_binomial_pmf(beta) -> np.ndarray:
@@ -322,10 +339,11 @@ def poisson_binomial_sf_all(beta) -> np.ndarray:
 
 def poisson_binomial_tail(beta, v):
     """``Pr[sum_i Bern(beta_i) >= v]`` for an integer ``v`` (scalar or array)."""
+    _validate.elementwise("v", v)
     v_arr = np.asarray(v)
     if not np.issubdtype(v_arr.dtype, np.integer):
         if not np.all(np.isfinite(v_arr)) or np.any(v_arr != np.round(v_arr)):
-            raise ValueError(f"v must be an integer number of successes, got {v!r}.")
+            raise _validate.ArgumentError("v", f"v must be an integer number of successes, got {v!r}.")
         v_arr = v_arr.astype(np.int64)
     out = distribution(beta).sf(v_arr)
     return float(out) if out.ndim == 0 else out

@@ -69,9 +69,7 @@ EXPECTED_BOUND_VERSION = 2
 
 
 def _check_set_valued(set_valued) -> bool:
-    if not isinstance(set_valued, (bool, np.bool_)):
-        raise ValueError(f"set_valued must be True or False, got {set_valued!r}.")
-    return bool(set_valued)
+    return _validate.boolean("set_valued", set_valued)
 
 
 def _check_set_size(set_size, set_valued: bool) -> int | None:
@@ -132,9 +130,9 @@ def pure_dp_count_bound(eps, p=None, confidence=0.95, *, distributions=None):
     g, dists = _targets_priors(p, distributions, False)
     conf = _validate.confidence("confidence", confidence)
     tail = pure_tail(e, g)
-    out = np.array([tail.first_below(1.0 - c) - 1 for c in np.atleast_1d(conf)])
+    out = np.array([tail.first_below(1.0 - c) - 1 for c in np.atleast_1d(conf).ravel()])
     if dists is not None and np.isfinite(e):
-        out = np.minimum(out, whole_prior_counts(ApproxDP(e, 0.0), dists, 1.0 - np.atleast_1d(conf)))
+        out = np.minimum(out, whole_prior_counts(ApproxDP(e, 0.0), dists, 1.0 - np.atleast_1d(conf).ravel()))
     return int(out[0]) if conf.ndim == 0 else out.reshape(conf.shape)
 
 
@@ -222,10 +220,16 @@ def tail_bound(profile, p=None, v=None, *, distributions=None, return_eps: bool 
     if v is None:
         raise ValueError("v must be given (a number of successes), got None.")
     # Theorem 3.1 needs no collision
-    g, dists = _targets_priors(p, distributions, set_valued, collision if pure is None else None, set_size=k)
+    g, dists = _targets_priors(p, distributions, set_valued, collision, set_size=k, use_collision=pure is None)
+    return_eps = _validate.boolean("return_eps", return_eps)
     v = _validate.integer("v", v)
     if v <= 0 or v > g.n:
         return _trivial_tail(v, return_eps)
+    if dists is not None and g.n == 1 and not set_valued and int(np.sum(dists.shapes[0].mult)) == 2:
+        # one target on two values: Theorem 3's closed form is the exact worst case (THEORY.md section 8, "Two
+        # values in closed form"); every other theorem's bound is at least that, less its 1e-12 rounding margin
+        value, best = whole_prior_tail(profile, dists, 1)
+        return (value, best) if return_eps else value
     value, best = _split_tail(profile, g, v, pure, set_valued, rtol)
     if dists is not None:
         whole, t = whole_prior_tail(profile, dists, v, k)
@@ -252,7 +256,8 @@ def split_tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1
     profile = _profile(profile, game)
     set_valued = _check_set_valued(set_valued)
     pure = pure_epsilon_of(profile)
-    g = grouped(p, collision if set_valued and pure is None else None)
+    g, _ = _targets_priors(p, None, set_valued, collision, use_collision=pure is None)
+    return_eps = _validate.boolean("return_eps", return_eps)
     v = _validate.integer("v", v)
     if v <= 0 or v > g.n:
         return _trivial_tail(v, return_eps)
@@ -327,19 +332,20 @@ def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: 
     set_valued = _check_set_valued(set_valued)
     k = _check_set_size(set_size, set_valued)
     pure = pure_epsilon_of(profile)
-    g, dists = _targets_priors(p, distributions, set_valued, None if pure is not None else collision, set_size=k)
+    g, dists = _targets_priors(p, distributions, set_valued, collision, set_size=k, use_collision=pure is None)
+    designated = _validate.boolean("designated", designated)
     conf = _validate.confidence("confidence", confidence)
-    confs = np.atleast_1d(conf)
+    confs = np.atleast_1d(conf).ravel()
     targets = 1.0 - confs
     # the same targets bounded again (an attack's variants share the prior and the release's profile): memoised
-    key = (repr(profile), set_valued, k, g.values.tobytes(), g.counts.tobytes(),
+    key = (profile.identity(), set_valued, k, g.values.tobytes(), g.counts.tobytes(),
            None if g.collision is None else g.collision.tobytes(),
            None if dists is None else (tuple(s.key for s in dists.shapes), dists.counts.tobytes()), confs.tobytes(),
-           bool(designated), groups)
+           designated, groups)
     if key in _COUNTS_MEMO:
         out, by = _COUNTS_MEMO[key]
     else:
-        out, by = _count_bounds(profile, g, dists, pure, set_valued, confs, targets, k or 1, bool(designated), groups)
+        out, by = _count_bounds(profile, g, dists, pure, set_valued, confs, targets, k or 1, designated, groups)
         if len(_COUNTS_MEMO) >= 256:
             _COUNTS_MEMO.clear()
         _COUNTS_MEMO[key] = (out, by)
@@ -433,18 +439,24 @@ PURE_THEOREM = "Theorem 3.1 (eps-DP, the posterior argument)"
 # --------------------------------------------------------------------------------------------
 # Theorem 3: the whole prior (stages/bound/THEORY.md, section 8; search.WholePriorRun, whole_prior.py)
 # --------------------------------------------------------------------------------------------
-def _targets_priors(p, distributions, set_valued: bool, collision=None, name: str = "p", set_size: int | None = None):
+def _targets_priors(p, distributions, set_valued: bool, collision=None, name: str = "p", set_size: int | None = None,
+                    use_collision: bool = True):
     """(the split theorem's Priors, the targets' whole priors as whole_prior.Distributions or None).
 
     Without ``distributions`` this is ``grouped(p, collision)``. With them, for one exact guess p may be
     None (p_i = max pi_i is derived) or must agree with it; for set-valued success p is required (it
     depends on the success sets) and the collision probabilities come from the distributions.
+    ``collision`` is checked against p (a probability no prior with that p has is refused) whether or not the
+    theorem reads it: only set-valued success with ``use_collision`` (not Theorem 3.1) keeps it.
     """
     if distributions is None:
         if p is None:
-            raise ValueError(f"{name} must be given (the targets' prior successes) unless distributions= gives "
-                             "their whole priors, got None.")
-        return grouped(p, collision if set_valued else None), None
+            raise _validate.ArgumentError(name, f"{name} must be given (the targets' prior successes) unless "
+                                                "distributions= gives their whole priors, got None.")
+        g = grouped(p, collision, exact_guess=not set_valued)
+        if g.collision is not None and not (set_valued and use_collision):
+            g = Priors._unchecked(g.values, g.counts)
+        return g, None
     dists = Distributions.of(distributions)
     if set_valued:
         if p is None:
@@ -453,23 +465,22 @@ def _targets_priors(p, distributions, set_valued: bool, collision=None, name: st
         # the split theorem's set-valued weights: each target's collision probability where given with p (paired
         # target by target), else the smallest of any target's (the pairing of p_i to distributions is unknown)
         g = grouped(p, collision) if collision is not None else grouped(p)
-        if g.n != dists.n:
-            raise ValueError(f"{name} and distributions must describe the same targets, got {g.n} prior successes "
-                             f"and {dists.n} distributions.")
-        if collision is None:
+        _validate.same_targets(name, g.n, "distributions", dists.n)
+        if collision is None or not use_collision:
             c = float(np.min(dists.collision))
             g = Priors._unchecked(g.values, g.counts, np.full(g.values.shape, c))
         # Theorem 3 reads the whole priors for set-valued success only with the sets' largest size (Lemma 4')
         return g, (dists if set_size else None)
     if collision is not None:
-        raise ValueError(f"collision must be None when distributions are given for one exact guess (it does not enter "
-                         f"the bound), got {collision!r}.")
+        raise _validate.ArgumentError("collision", f"collision must be None when distributions are given for one exact "
+                                                   f"guess (it does not enter the bound), got {collision!r}.")
     derived = Priors._unchecked(*_merge(dists.p, dists.counts))
     if p is not None:
         g = grouped(p)
-        if g.n != derived.n or g.values.shape != derived.values.shape or not (
+        _validate.same_targets(name, g.n, "distributions", derived.n)
+        if g.values.shape != derived.values.shape or not (
                 np.allclose(g.values, derived.values, rtol=1e-9, atol=1e-12) and np.array_equal(g.counts, derived.counts)):
-            raise ValueError(f"{name} must be the largest probability of each target's distribution (one exact guess), "
+            raise _validate.ArgumentError(name, f"{name} must be the largest probability of each target's distribution (one exact guess), "
                              f"got prior successes that differ from max(distribution); pass p=None to derive them.")
     return derived, dists
 
@@ -485,20 +496,27 @@ def _merge(values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarr
 def _runs(p_runs) -> list[Priors]:
     """One Priors per run: from a sequence of Priors (or one), or an array (R, n) (or (n,), one run)."""
     if isinstance(p_runs, Priors):
-        runs = [p_runs]
-    elif isinstance(p_runs, (list, tuple)) and p_runs and all(isinstance(r, Priors) for r in p_runs):
+        return [p_runs]
+    if isinstance(p_runs, (list, tuple)) and p_runs and all(isinstance(r, Priors) for r in p_runs):
         runs = list(p_runs)
-    else:
-        arr = _validate.probability("p_runs", p_runs)
-        if arr.ndim == 1:
-            arr = arr[None, :]
-        if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
-            raise ValueError(f"p_runs must have shape (R, n) with R, n >= 1, got shape {arr.shape}.")
-        return [Priors._unchecked(*np.unique(row, return_counts=True)) for row in arr]
-    sizes = sorted({r.n for r in runs})
-    if len(sizes) > 1:
-        raise ValueError(f"p_runs must give every run the same number of targets n, got runs of {sizes} targets.")
-    return runs
+        _same_n([r.n for r in runs])
+        return runs
+    if isinstance(p_runs, (list, tuple)) and p_runs and all(_validate.ndim(r) == 1 for r in p_runs):
+        _same_n([len(r) for r in p_runs])
+    takes = "one prior success per target for each trial, shape (R, n) (or (n,) for one trial)"
+    if _validate.ndim(p_runs) not in (1, 2) or np.size(p_runs) == 0:
+        raise _validate.shape_error("p_runs", p_runs, takes)
+    arr = _validate.probability("p_runs", p_runs)
+    return [Priors._unchecked(*np.unique(row, return_counts=True)) for row in np.atleast_2d(arr)]
+
+
+def _same_n(sizes: list[int]) -> None:
+    """Refuse trials that attack different numbers of targets, naming them."""
+    if len(set(sizes)) > 1:
+        raise _validate.ArgumentError(
+            "p_runs", f"p_runs must give every run the same number of targets n (every trial must attack the same n "
+                      f"targets, one row of n prior successes per trial), got trials of different numbers of targets: "
+                      f"{sizes}.")
 
 
 def _run_distributions(distributions, runs: list[Priors]):
@@ -510,24 +528,22 @@ def _run_distributions(distributions, runs: list[Priors]):
     if distributions is None:
         return None, None
     per_run = None
-    if isinstance(distributions, np.ndarray) and distributions.ndim == 3:
+    if _validate.ndim(distributions) == 3:
         per_run = list(distributions)
     elif isinstance(distributions, (list, tuple)) and distributions and all(
-            isinstance(d, Distributions) or (isinstance(d, np.ndarray) and d.ndim == 2) for d in distributions):
-        per_run = list(distributions)
+            isinstance(d, Distributions) or _validate.ndim(d) in (2, None) for d in distributions):
+        per_run = list(distributions)  # each a set of targets' priors (None: rows of different lengths)
     n = runs[0].n
     if per_run is None:
         shared = Distributions.of(distributions)
-        if shared.n != n:
-            raise ValueError(f"distributions must describe the runs' {n} targets, got {shared.n} distributions.")
+        _validate.same_targets("distributions", shared.n, "p_runs", n, "distributions", "targets in each run")
         return shared, None
     if len(per_run) != len(runs):
-        raise ValueError(f"distributions must give one prior per run ({len(runs)} runs) or one for all of them, got "
+        raise _validate.ArgumentError("distributions", f"distributions must give one prior per run ({len(runs)} runs) or one for all of them, got "
                          f"{len(per_run)}.")
     dists = [Distributions.of(d, name=f"distributions[{r}]") for r, d in enumerate(per_run)]
     for r, d in enumerate(dists):
-        if d.n != n:
-            raise ValueError(f"distributions[{r}] must describe the runs' {n} targets, got {d.n} distributions.")
+        _validate.same_targets(f"distributions[{r}]", d.n, "p_runs", n, "distributions", "targets in each run")
     key = lambda d: (tuple(sh.key for sh in d.shapes), d.counts.tobytes())
     if len({key(d) for d in dists}) == 1:
         return dists[0], None
@@ -653,10 +669,11 @@ def expected_count_bounds(profile, p_runs, confidence=0.95, *, distributions=Non
     groups = prior_run.check_groups(groups)
     profile = _profile(profile, game)
     set_valued = _check_set_valued(set_valued)
+    designated = _validate.boolean("designated", designated)
     k = _check_set_size(set_size, set_valued)
     runs = _runs(p_runs)
     conf = _validate.confidence("confidence", confidence)
-    confs = np.atleast_1d(conf)
+    confs = np.atleast_1d(conf).ravel()
     shared, per_run = _run_distributions(distributions, runs)
     _check_expected_whole(shared, per_run, set_valued, k, None)
     by = {EXPECTED_THEOREM: _expected_split_counts(profile, runs, confs)}
@@ -713,23 +730,21 @@ def success_bound(profile, p=None, *, distribution=None, game: str = "reconstruc
     one-target worst case (THEORY.md, Theorem 3 at n = 1: the relaxed LP over every mechanism with the
     profile, exact for (eps, delta)-DP and eps-DP, and for two-valued priors under f-DP).
     """
+    one = None if p is None else [_validate.scalar("p", p, _validate.probability, fix=_ONE_TARGET)]
+    c = None if collision is None else [_validate.scalar("collision", collision, _validate.probability, fix=_ONE_TARGET)]
     if distribution is not None:
         _check_set_valued(set_valued)
-        if np.ndim(distribution) != 1:
-            raise ValueError(f"distribution must be one target's prior, a 1-d array of probabilities, got shape "
-                             f"{np.shape(distribution)}; use count_bound(..., distributions=...) for many targets.")
-        return tail_bound(profile, None if p is None else [p], 1, distributions=[np.asarray(distribution, dtype=float)],
-                          game=game, set_valued=set_valued,
-                          collision=None if collision is None else [float(collision)])
+        d = _validate.vector("distribution", distribution, what="one target's prior, probabilities",
+                             fix="use count_bound(..., distributions=...) for many targets")
+        return tail_bound(profile, one, 1, distributions=[d], game=game, set_valued=set_valued, collision=c)
     if p is None:
-        raise ValueError("p must be given (the target's prior success) unless distribution= gives its whole prior, got None.")
-    q = _validate.probability("p", p)
-    if q.ndim != 0:
-        raise ValueError(f"p must be a single prior success probability, got an array of shape {q.shape}.")
-    if collision is not None and np.ndim(collision) != 0:
-        raise ValueError(f"collision must be a single collision probability, got an array of shape {np.shape(collision)}.")
-    return tail_bound(profile, [float(q)], 1, game=game, set_valued=set_valued,
-                      collision=None if collision is None else [float(collision)])
+        raise _validate.ArgumentError("p", "p must be given (the target's prior success) unless distribution= gives "
+                                           "its whole prior, got None.")
+    return tail_bound(profile, one, 1, game=game, set_valued=set_valued, collision=c)
+
+
+#: The fix named when a single-target view gets many targets.
+_ONE_TARGET = "this bounds one target; for many targets use count_bound or tail_bound"
 
 
 def advantage_bound(profile, p=None, *, distribution=None, game: str = "reconstruction", set_valued: bool = False,
@@ -737,10 +752,13 @@ def advantage_bound(profile, p=None, *, distribution=None, game: str = "reconstr
     """Generalised advantage bound (posterior - prior) / (1 - prior) (Cherubin et al. 2017); arguments as in success_bound
     (with ``distribution`` and p None, the prior success is max pi)."""
     if p is None and distribution is not None and not set_valued:
-        p = float(np.max(_validate.probability("distribution", distribution)))
+        p = float(np.max(_validate.vector("distribution", distribution, _validate.probability,
+                                          what="one target's prior, probabilities",
+                                          fix="use count_bound(..., distributions=...) for many targets")))
     if p is None:
-        raise ValueError("p must be given (the target's prior success) unless distribution= gives its whole prior, got None.")
-    q = float(_validate.probability("p", p, open_high=True))
+        raise _validate.ArgumentError("p", "p must be given (the target's prior success) unless distribution= gives "
+                                           "its whole prior, got None.")
+    q = _validate.scalar("p", p, _validate.probability, open_high=True, fix=_ONE_TARGET)
     bound = success_bound(profile, q, distribution=distribution, game=game, set_valued=set_valued, collision=collision)
     return max(0.0, (bound - q) / (1.0 - q))
 
@@ -768,8 +786,8 @@ def eps_protect(p, threshold: float = 0.05, delta: float = 1e-5, *, set_valued: 
     mechanism reaches advantage 0.0865 at eps = 0.10006, p = 0.9, so the plateau would be wrong there).
     With delta = 0 the profile is eps-DP and Theorem 3.1's beta(eps, p) is used for every metric.
     """
-    q = float(_validate.probability("p", p, open_low=True, open_high=True))
-    thr = float(_validate.probability("threshold", threshold, open_low=True, open_high=True))
+    q = _validate.scalar("p", p, _validate.probability, open_low=True, open_high=True, fix=_ONE_TARGET)
+    thr = _validate.scalar("threshold", threshold, _validate.probability, open_low=True, open_high=True)
     d = _validate.delta("delta", delta)
     set_valued = _check_set_valued(set_valued)
     if d > thr:
@@ -812,10 +830,11 @@ def calibrate_noise(
     default) its replace-one accounting is what the bound uses, whatever ``neighboring`` says.
     Bounds only weaken as noise shrinks, so a bisection on log sigma finds the threshold, to ``rtol``
     relative (``stages._bisect.smallest_noise``, the calibration DP-SGD's noise shares); the sigma
-    returned satisfies the target (it is the upper end of the final bracket). ``p``: an array (n,)
-    or ``Priors``, grouped once for all the bounds the bisection evaluates.
+    returned satisfies the target (it is the upper end of the final bracket). ``p``: a number (one target), an
+    array (n,) or ``Priors``, grouped once for all the bounds the bisection evaluates.
     """
-    q = grouped(p)
+    q = p if isinstance(p, Priors) else grouped(np.atleast_1d(_validate.vector(
+        "p", p, _validate.probability, what="one prior success per target", allow_scalar=True)))
     if kind not in ("advantage", "count"):
         raise ValueError(f"kind must be 'advantage' or 'count', got {kind!r}.")
     if game not in GAMES:
@@ -823,9 +842,10 @@ def calibrate_noise(
     if mechanism not in ("gaussian", "dpsgd"):
         raise ValueError(f"mechanism must be 'gaussian' or 'dpsgd', got {mechanism!r}.")
     if kind == "advantage":
-        tgt = float(_validate.probability("target", target, open_low=True, open_high=True))
+        tgt = _validate.scalar("target", target, _validate.probability, open_low=True, open_high=True)
     else:
         tgt = _validate.integer("target", target, minimum=0)
+        confidence = _validate.scalar("confidence", confidence, _validate.confidence)
 
     def profile_for(sigma: float) -> PrivacyProfile:
         if mechanism == "gaussian":

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from scipy import optimize, special
@@ -115,12 +116,10 @@ def prior_shape(distribution, *, name: str = "distribution", max_groups: int = M
     are rounded up to the largest member of their bin of a geometric grid (valid: the whole-prior bound
     is non-decreasing in every probability, THEORY.md section 8).
     """
-    arr = _validate.probability(name, distribution)
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-d array of probabilities (one target's prior), got shape {arr.shape}.")
+    arr = _validate.vector(name, distribution, _validate.probability, what="one target's prior, probabilities")
     total = float(np.sum(arr))
     if abs(total - 1.0) > _SUM_RTOL:
-        raise ValueError(f"{name} must sum to 1 (one target's prior over its values), got a sum of {total!r}; "
+        raise _validate.ArgumentError(name, f"{name} must sum to 1 (one target's prior over its values), got a sum of {total!r}; "
                          "normalise it (divide by its sum).")
     collision = float(np.dot(arr, arr))
     pos = np.sort(arr[arr > 0])[::-1]
@@ -178,9 +177,8 @@ class Distributions:
     def of(cls, rows, name: str = "distributions") -> "Distributions":
         if isinstance(rows, Distributions):
             return rows
-        if isinstance(rows, np.ndarray) and rows.ndim == 2:
-            if rows.shape[0] == 0:
-                raise ValueError(f"{name} must hold at least one target's prior, got an array of shape {rows.shape}.")
+        given, rows = rows, _validate.distributions(name, rows)
+        if isinstance(given, np.ndarray):  # (a list of rows keeps the grouping in order of first appearance)
             sorted_rows = np.ascontiguousarray(-np.sort(-_validate.probability(name, rows), axis=1))
             # one opaque element per row: np.unique on bytes is much faster than on rows (axis=0)
             keys = sorted_rows.view(np.dtype((np.void, sorted_rows.dtype.itemsize * sorted_rows.shape[1]))).ravel()
@@ -188,16 +186,9 @@ class Distributions:
             counts = np.bincount(inverse.ravel(), minlength=len(first))
             shapes = tuple(prior_shape(sorted_rows[i], name=f"{name}[{int(i)}]") for i in first)
             return cls(shapes, counts.astype(np.int64))
-        try:
-            seq = list(rows)
-        except TypeError:
-            raise ValueError(f"{name} must be a 2-d array (n, d) or a sequence of 1-d probability arrays, one per "
-                             f"target, got {type(rows).__name__}.") from None
-        if not seq:
-            raise ValueError(f"{name} must hold at least one target's prior, got an empty sequence.")
         groups: dict[bytes, int] = {}
         shapes, counts = [], []
-        for i, r in enumerate(seq):
+        for i, r in enumerate(rows):
             s = prior_shape(r, name=f"{name}[{i}]")
             g = groups.get(s.key)
             if g is None:
@@ -285,13 +276,18 @@ class ExcessCurve:
         # the row multipliers of every LP solved (for ``dual``: a valid bound at every q)
         self._multipliers: list[np.ndarray] = [np.zeros(shape.probs.size)]
         self._multiplier_q: list[float] = [math.nan]
-        # the envelope of the grid's lines (shared by every prior shape of the profile)
-        self._hull = _hull(profile, self._all_s[: 2 * len(eps)], self._all_c[: 2 * len(eps)])
         self._active = [set(self._seed) for _ in range(shape.probs.size)]
         self._bound: list[set] = [set() for _ in range(shape.probs.size)]
         self._cache: dict[float, float] = {}
         self._fine: set[float] = set()
         self._nodes = None
+
+    @cached_property
+    def _hull(self) -> envelope.Hull:
+        """The envelope of the grid's lines (shared by every prior shape of the profile), built on first use: the
+        one-target worst case (q = 0, cutting planes) never needs it."""
+        half = len(self._eps)
+        return _hull(self.profile, self._all_s[: 2 * half], self._all_c[: 2 * half])
 
     def __call__(self, q, fine: bool = True) -> float:
         """The certified relaxation's value at q (memoised). ``fine=False``: the grid's lines, in closed form
@@ -452,7 +448,9 @@ class ExcessCurve:
         lo, hi = self._eps[max(k - 1, 0)], self._eps[min(k + 1, half - 1)]
         if not hi > lo:
             return False
-        delta = lambda e: max(float(self.profile.delta(e)), _DELTA_FLOOR if self.profile.delta(e) > 0 else 0.0)
+        def delta(e: float) -> float:
+            d = float(self.profile.delta(e))
+            return max(d, _DELTA_FLOOR if d > 0 else 0.0)
         if family == 0:
             height = lambda e: math.exp(-e) * (P - delta(e))
         else:
@@ -491,7 +489,7 @@ _HULLS: dict = {}
 
 def _hull(profile: PrivacyProfile, s: np.ndarray, c: np.ndarray) -> envelope.Hull:
     """The envelope of a profile's grid lines (memoised per profile: every prior shape shares it)."""
-    key = (repr(profile), s.size)
+    key = (profile.identity(), s.size)
     hit = _HULLS.get(key)
     if hit is None:
         if len(_HULLS) >= _CURVES_MAX:
@@ -506,7 +504,7 @@ _CURVES_MAX = 4096
 
 def excess_curve(profile: PrivacyProfile, shape: PriorShape, set_size: int = 1) -> ExcessCurve:
     """The (memoised) ExcessCurve of a profile, a prior shape and a largest success set."""
-    key = (repr(profile), shape.key, int(set_size))
+    key = (profile.identity(), shape.key, int(set_size))
     curve = _CURVES.get(key)
     if curve is None:
         if len(_CURVES) >= _CURVES_MAX:
@@ -515,10 +513,41 @@ def excess_curve(profile: PrivacyProfile, shape: PriorShape, set_size: int = 1) 
     return curve
 
 
-def whole_prior_success(profile: PrivacyProfile, shape: PriorShape, set_size: int = 1) -> float:
+def whole_prior_success(profile: PrivacyProfile, shape: PriorShape, set_size: int = 1, *, closed_form: bool = True) -> float:
     """Theorem 3 at n = 1: the worst-case success of one exact guess (or of a success set of at most ``set_size``
-    values), phi(0) (certified relaxation)."""
+    values), phi(0) (certified relaxation). A prior on two values with one exact guess takes the exact worst case
+    in closed form (``two_valued_success``); ``closed_form=False`` solves the relaxation there too (the LP the
+    closed form replaced, kept for the tests and tests/benchmarks/bench_one_target.py)."""
+    if closed_form and set_size == 1 and int(np.sum(shape.mult)) == 2:
+        return two_valued_success(profile, float(shape.probs[0]), float(shape.probs[-1]))
     return excess_curve(profile, shape, set_size)(0.0)
+
+
+#: Added to the closed form of ``two_valued_success`` (and then capped at 1): covers its float rounding (a few
+#: 1e-16, THEORY.md section 8), so the value is never below the exact worst case; far below the 1e-6 it may sit above.
+_CLOSED_FORM_MARGIN = 1e-12
+
+
+def two_valued_success(profile: PrivacyProfile, p: float, q: float | None = None) -> float:
+    """The exact one-target worst case of one exact guess on a prior (p, q = 1 - p), p >= q: p + q delta(eps*),
+    eps* = log(p / q), rounded up by ``_CLOSED_FORM_MARGIN`` (THEORY.md section 8, "Two values"). ``q`` is the other
+    value's probability as given (``prior_shape`` accepts sums within 1e-6 of 1; the bound grows with both). delta is
+    ``profile.delta_upper``: delta itself for closed-form profiles, a valid upper bound read from a table for a
+    privacy-loss distribution (DP-SGD: 0.03 ms where a PLD evaluation of delta takes 0.5 s).
+
+    The attack guesses the likelier value on an output event A: its success is p P(A) + q (1 - Q(A)) =
+    p + q (Q(A^c) - e^eps* P(A^c)) <= p + q H_{e^eps*}(Q || P) <= p + q delta(eps*), and a pair
+    (P, Q) whose hockey-stick divergences are the profile (every tight profile: GDP, (eps, delta), the pessimistic
+    PLD of DP-SGD) attains it with A = {dP/dQ > e^-eps*}. One profile line, the one at eps*: the relaxed LP's value
+    with every line (riskcal's 1 - Bayes risk for mu-GDP, Kulynych et al. 2025, Prop. D.1).
+    """
+    p, q = float(p), 1.0 - float(p) if q is None else float(q)
+    p, q = max(p, q), min(p, q)
+    if q <= 0.0:
+        return min(1.0, p)
+    eps_star = math.log(p) - math.log(q)
+    value = p + q * float(profile.delta_upper(eps_star))  # exact delta, or a valid upper bound (a PLD's)
+    return min(1.0, value + _CLOSED_FORM_MARGIN)
 
 
 def threshold_priors(dists: Distributions, set_size: int = 1) -> np.ndarray:

@@ -8,7 +8,8 @@ import numpy as np
 
 from stages.bound import _validate
 
-__all__ = ["Prior", "validate_probabilities", "data_path", "default_data_dir", "resolve_data_dir", "DATA_ENV", "REPO_ROOT"]
+__all__ = ["Prior", "validate_probabilities", "data_path", "missing_data", "ORIGINALS", "SAMPLES_DIR",
+           "default_data_dir", "resolve_data_dir", "DATA_ENV", "REPO_ROOT"]
 
 DATA_ENV = "ADVBOUNDS_DATA"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -60,22 +61,61 @@ def note_data(path: str | os.PathLike) -> Path:
     return path
 
 
-def data_path(relative: str | os.PathLike, data_dir: str | os.PathLike | None = None) -> Path:
-    """Resolve a data file: an absolute path as is, else under data_dir (default: default_data_dir()).
+#: The small samples the repository carries (tests/data, same layout as a full data folder).
+SAMPLES_DIR = REPO_ROOT / "tests" / "data"
+#: Where the original of each data file comes from (by its path under data_dir; the first prefix that matches):
+#: the source `python -m pipeline.data fetch <source>` downloads, and, where the fetched original has another
+#: name than the sample (a stand-in), the box argument that reads the original instead.
+ORIGINALS = (
+    ("passwords/rockyou-top100k", "rockyou", None),  # the files `fetch rockyou` writes, not any passwords/ file
+    ("acs/recon-synth/", "acs", None), ("acs/", "acs", "dataset=acs/recon-synth"),
+    ("fire/recon-synth/", "fire", None), ("fire/", "fire", "dataset=fire/recon-synth"),
+    ("enron/maildir", "enron", None), ("enron/", "enron", "enron=enron/maildir"),
+    ("gpt2/", "gpt2", None), ("gpt2-tokenizer/", "gpt2", "tokenizer=gpt2"),
+)
+_KINDS = {"file": Path.is_file, "any": Path.exists}
 
-    A missing file fails with one sentence naming the path and how to provide it. The path is recorded in
-    RESOLVED_DATA.
+
+def missing_data(relative: str | os.PathLike, data_dir: str | os.PathLike | None = None, *, what: str = "data file",
+                 key_prefix: str = "") -> str:
+    """The one sentence for a data file (or folder) that is not there: the file, the data_dir it was looked for
+    in, and both fixes (`python -m pipeline.data fetch <source> --data-dir <data_dir>` for the original, or
+    data_dir=<repository>/tests/data for the samples the repository carries), as far as each applies.
+
+    key_prefix goes before a box argument the fix names (the pipeline passes "prior.", so: prior.dataset=...).
     """
     path = Path(relative).expanduser()
-    if not path.is_absolute():
-        path = resolve_data_dir(data_dir) / path
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"data file {path} does not exist; set data_dir=<folder that holds it> on the command line (or the "
-            f"{DATA_ENV} environment variable), or copy the file there (../shared/data/README.md says where each "
-            f"file comes from)."
-        )
-    return note_data(path)
+    if path.is_absolute():
+        return f"{what} {path} does not exist; give the path of an existing one, or a path relative to data_dir."
+    root = resolve_data_dir(data_dir).absolute()
+    rel = path.as_posix()
+    fixes = []
+    original = next(((source, then) for prefix, source, then in ORIGINALS if rel.startswith(prefix)), None)
+    if original is not None:
+        source, then = original
+        fixes.append(f"get the original with `python -m pipeline.data fetch {source} --data-dir {root}`"
+                     + (f" and set {key_prefix}{then}" if then else ""))
+    if root != SAMPLES_DIR.absolute() and (SAMPLES_DIR / path).exists():
+        fixes.append(f"run on the small samples the repository carries with data_dir={SAMPLES_DIR.absolute()}")
+    fixes = fixes or [f"set data_dir=<folder that holds {rel}> (or ${DATA_ENV})"]
+    return (f"{what} {rel} does not exist in data_dir {root} (the config's data_dir, else ${DATA_ENV}, else "
+            f"../shared/data beside the repository); {', or '.join(fixes)}.")
+
+
+def data_path(relative: str | os.PathLike, data_dir: str | os.PathLike | None = None, *, what: str = "data file",
+              kind: str = "file", key_prefix: str = "", record: bool = True) -> Path:
+    """Resolve a data file (kind="file", or "any": a file or a folder): an absolute path as is, else under data_dir
+    (default: default_data_dir()).
+
+    The one check every box and the pipeline's pre-flight (pipeline.preflight.check_data) use: a missing file
+    raises a FileNotFoundError whose message is missing_data's one sentence. The path is recorded in RESOLVED_DATA
+    (unless record=False: a check before the box reads it).
+    """
+    path = Path(relative).expanduser()
+    full = path if path.is_absolute() else resolve_data_dir(data_dir) / path
+    if not _KINDS[kind](full):
+        raise FileNotFoundError(missing_data(relative, data_dir, what=what, key_prefix=key_prefix))
+    return note_data(full) if record else full
 
 
 class Prior:

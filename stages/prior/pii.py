@@ -64,7 +64,7 @@ import numpy as np
 from scipy import special
 
 from stages.bound import _validate
-from stages.prior.base import Prior, note_data, resolve_data_dir, validate_probabilities
+from stages.prior.base import Prior, data_path, validate_probabilities
 
 __all__ = ["PIIPrior", "Context", "header_names", "read_messages", "find_contexts", "score_candidates",
            "law_from_scores", "names_in_text", "SCORES", "CONTEXT_COPIES"]
@@ -311,13 +311,8 @@ def law_from_scores(log_likelihood, n_tokens, score: str = "inverse_perplexity")
 
 
 def _resolve_enron(enron: str, data_dir) -> Path:
-    path = Path(enron).expanduser()
-    if not path.is_absolute():
-        path = resolve_data_dir(data_dir) / path
-    if not path.exists():
-        raise FileNotFoundError(f"enron {path} does not exist; point enron at a maildir folder or an enron CSV "
-                                f"(file,message), relative to data_dir or absolute (see ../shared/data/README.md).")
-    return note_data(path)
+    """The Enron folder (maildir) or CSV (file,message), relative to data_dir or absolute (base.data_path's check)."""
+    return data_path(enron, data_dir, what="enron", kind="any")
 
 
 class PIIPrior(Prior):

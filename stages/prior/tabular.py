@@ -55,17 +55,8 @@ def check_dataset(dataset, argument: str = "dataset") -> str:
 
 
 def _dataset_file(dataset: str, which: int, data_dir):
-    """Path of the dataset's table (0) or domain file (1); a missing fetched table says how to fetch it."""
-    relative = DATASETS[dataset][which]
-    try:
-        return data_path(relative, data_dir)
-    except FileNotFoundError as exc:
-        if dataset in FETCHED:
-            source = FETCHED[dataset][2]
-            raise FileNotFoundError(f"dataset {dataset} needs {relative} under the data folder, which is not there; "
-                                    f"run `python -m pipeline.data fetch {source}` (or set data_dir=<folder that "
-                                    f"holds {relative}>).") from None
-        raise exc from None
+    """Path of the dataset's table (0) or domain file (1); a missing one says how to fetch it (base.data_path)."""
+    return data_path(DATASETS[dataset][which], data_dir)
 
 
 def read_domain(dataset: str, data_dir=None) -> dict[str, int]:

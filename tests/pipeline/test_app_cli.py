@@ -7,7 +7,7 @@ import json
 import pytest
 from clitools import SMALL, run_cli
 
-pytestmark = pytest.mark.slow  # runs `python -m pipeline` in subprocesses; in the default run, not in `-m "not slow"`
+pytestmark = pytest.mark.slow  # runs `python -m pipeline` in subprocesses: the slow tier (`pytest -m slow`)
 
 
 def _metrics_files(root):

@@ -12,7 +12,7 @@ import time
 import pytest
 from clitools import REPO, SMALL, cli_env, run_cli
 
-pytestmark = pytest.mark.slow  # runs `python -m pipeline` in subprocesses; in the default run, not in `-m "not slow"`
+pytestmark = pytest.mark.slow  # runs `python -m pipeline` in subprocesses: the slow tier (`pytest -m slow`)
 
 
 def _refused(result, *needles):

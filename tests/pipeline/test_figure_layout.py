@@ -21,6 +21,7 @@ from layouttools import (capture_figures, coincident_lines, drawn_labels, intege
                          missing_series, result_titles, texts)
 
 import pipeline
+from pipeline.labels import short_theorem, theorem_id, theorem_parts
 
 CONF_DIR = Path(pipeline.CONF_DIR)
 LEVELS = (0.05, 0.5, 0.95)
@@ -133,6 +134,68 @@ def test_successes_figure(case, tmp_path):
     assert not problems, problems
 
 
+def _bars_and_lines(metrics, tmp_path):
+    """(the drawn bars as (left, right), the bound lines' x by their label) of a job's successes.png."""
+    from pipeline.figures import plot_successes
+
+    with capture_figures() as saved:
+        plot_successes(metrics, tmp_path / "successes.png")
+    (ax,) = _saved(saved, "successes.png").axes
+    bars = [(p.get_x(), p.get_x() + p.get_width()) for p in ax.patches
+            if type(p).__name__ == "Rectangle" and p.get_height() > 0]
+    lines = {line.get_label(): line.get_xdata()[0] for line in ax.get_lines()}
+    return bars, lines
+
+
+@pytest.mark.parametrize("n,spread", [(100, False), (100, True), (30, False)])
+def test_a_count_equal_to_the_bound_is_drawn_within_it(n, spread, tmp_path):
+    """Issue 39 item 7: every trial scoring 100 = n with the bound at 100 drew the bar right of the line (a
+    violation to the eye). Bars are centred on their counts and the line "at most v" sits at v + 0.5, so a bar
+    of counts <= v ends at or left of it; with a spread over 0..n (several counts a bar) no bar straddles it."""
+    metrics = _game_metrics(trials=20, n=n)
+    metrics["attack_successes"] = [n] * 20
+    metrics["attacks"]["bayes_optimal"]["successes"] = [n] * 20
+    if spread:
+        metrics["prior_successes"] = list(range(0, n, 5))
+    metrics["bound"] = {repr(c): n - (2 - i) * 3 * (not spread) for i, c in enumerate(LEVELS)}
+    bars, lines = _bars_and_lines(metrics, tmp_path)
+    top = lines[f"bound @ 0.95: at most {n}"]
+    assert top == n + 0.5
+    assert all(right <= top + 1e-9 or left >= top - 1e-9 for left, right in bars), (bars, top)  # none straddles it
+    best = max(bars, key=lambda bar: bar[1])
+    assert best[0] < n < best[1] <= top + 1e-9, (best, top)  # the bar of count n: within the bound
+
+
+def test_game_labels_name_what_sets_a_game_apart():
+    """Issue 39 item 7: a job figure's title names the prior's parameters, the mechanism's guarantee, n, trials and
+    the attack."""
+    from pipeline.labels import game_label
+
+    zipf = _game_metrics(prior="zipf", mechanism="randomized_response",
+                         params={"prior": {"prior": "zipf", "exponent": 0.5, "domain_size": 10, "counts_file": None}})
+    zipf["privacy"] = {"private": True, "epsilon": 2.0, "delta": 0.0}
+    assert game_label(zipf) == ("zipf prior (exponent 0.5, 10 values), 30 targets; randomized_response (eps=2 at "
+                                "delta=0); attack bayes_optimal (k=1), metric exact; 3 trials")
+    fitted = _game_metrics(prior="zipf", params={"prior": {"prior": "zipf", "exponent": 1.84211, "domain_size": 10,
+                                                           "counts_file": "passwords/counts.csv"},
+                                                 "mechanism": {"mu": 1.0, "epsilon": None}})
+    fitted["privacy"] = {"private": True, "mu": 1.0, "epsilon": 6.4, "delta": 1e-5}
+    label = game_label(fitted)
+    assert "zipf prior (exponent 1.84 fitted to counts.csv, 10 values)" in label
+    assert "gaussian (mu=1, eps=6.4 at delta=1e-05)" in label
+
+
+def test_theorem_ids():
+    from pipeline.labels import short_theorem, theorem_legend
+
+    assert short_theorem(MIN_OF) == "T1/T3" and short_theorem(SPLIT) == "T1" and short_theorem(None) == "-"
+    assert short_theorem("split one-run theorem (THEORY.md Thm 1), set-valued weights") == "T1-sv"
+    assert short_theorem("Theorem 3.1 at the profile's eps (eps-DP), averaged over the trials") == "P3.1-avg"
+    assert short_theorem("comparator kgk") == "kgk" and short_theorem("none (not private)") == "-"
+    legend = theorem_legend([MIN_OF, "MMC one-run count (ICML 2025 Thm 3.2)"])
+    assert legend.startswith(f"theorems: T1 = {SPLIT}; T3 = {WHOLE}; MMC = MMC one-run count") and "a/b" in legend
+
+
 # ------------------------------------------------------------------------------------------------------------
 # figures/report.png of a sweep with attack variants and an eps = inf job (pipeline.report)
 
@@ -158,8 +221,15 @@ def test_report_of_a_sweep_with_variants_and_inf(theorems, tmp_path):
     assert variants == ["plain"]
     problems = _check(fig, results=results, series={v: f"variant: {v}" for v in variants})
     words = _all_text(fig)
-    problems += [f"the figure does not name the theorem {name!r}" for name in {r["bound_theorem"] for r in rows
-                                                                               if r["private"]} if name not in words]
+    # issue 39 item 7: the theorems by short id (header, panel titles), each expanded once under the figure
+    records = {r["bound_theorem"] for r in rows if r["private"]}
+    problems += [f"the figure does not expand the theorem {name!r}" for record in records
+                 for name in theorem_parts(record) if f"{theorem_id(name)} = {name}" not in words]
+    problems += [f"the figure does not state {what!r}" for what in ("mechanism = noisy_marginals", "n = 30 targets")
+                 if what not in words]
+    titles = " ".join(ax.get_title() for ax in fig.axes) + " ".join(t.get_text() for t in fig.texts)
+    problems += [f"no title names {short_theorem(r)!r}" for r in records if short_theorem(r) not in titles]
+    problems += [f"a title spells out a theorem: {t!r}" for ax in fig.axes if "THEORY.md" in (t := ax.get_title())]
     assert not problems, problems
 
 
@@ -225,6 +295,11 @@ def test_eps_protect_figure(compose, tmp_path):
 
 def test_zipf_calibration_figure(compose, tmp_path):
     fig, metrics = _task_figure(compose, tmp_path, "zipf_calibration")
+    # issue 39 item 7: the title names the file that was read and what it held, not "the RockYou counts"
+    title = fig._suptitle.get_text() if fig._suptitle else " ".join(ax.get_title() for ax in fig.axes)
+    title = " ".join(title.split())
+    assert "tests/data/passwords/rockyou-top100k-9digit-withcount.csv (157 ranks, " in title, title
+    assert f"{metrics['headline']['observed_ranks']} ranks" in title and "RockYou counts" not in title
     problems = _check(fig, results=["exponent", "ci_low", "ci_high", "p_max", "eps_protect", "advantage_eps1"])
     problems += ["the figure has no title"] * (not any(ax.get_title() for ax in fig.axes) and not fig._suptitle)
     problems += ["the configured exponent 1.84 is not marked"] * ("1.84" not in " ".join(drawn_labels(fig)))
@@ -256,6 +331,7 @@ def test_pii_law_figure(tmp_path):
 # ------------------------------------------------------------------------------------------------------------
 # The figures of games: the synthetic ones played (small), the tabular and LLM ones from game metrics
 
+@pytest.mark.slow
 def test_idealized_gaussian_and_rr_tightness_figures(compose, tmp_path):
     from figuretools import play_figure
 
@@ -276,6 +352,15 @@ def test_idealized_gaussian_and_rr_tightness_figures(compose, tmp_path):
         for game in games:
             problems = _check(game) + integer_ticks(game.axes[0], "y")
             assert not problems, (name, problems)
+        # issue 39 item 7: each game's title says what sets it apart (rr_tightness: the Zipf exponent and eps)
+        titles = [" ".join(game.axes[0].get_title().split()) for game in games]
+        assert len(set(titles)) == len(games), titles
+        if name == "rr_tightness":
+            for title in titles:
+                for words in ("zipf prior (exponent ", "10 values", "5 targets", "randomized_response (eps=", "delta=0",
+                              "attack bayes_optimal", "5 trials"):
+                    assert words in title, (words, title)
+            assert {t.split("exponent ")[1].split(",")[0] for t in titles} == {"0", "2"}
 
 
 def _tabular_metrics(cfg, labels=("noise_aware", "plain", "posterior"), seed=0) -> dict:

@@ -7,6 +7,7 @@ test here compares the two, so that an upgrade that changes the library fails he
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -141,6 +142,11 @@ def test_the_launcher_submits_what_hydra_submitit_submits(compose_config, tmp_pa
     settings = OmegaConf.to_container(config.hydra.launcher, resolve=False)
     settings.pop("_target_")
     monkeypatch.setattr(submitit, "AutoExecutor", _Executor)
+    # Our launcher refuses a machine without SLURM in its setup (submitit's test: srun on PATH); this one has an srun.
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "srun").write_text("#!/bin/sh\nexit 1\n")
+    (tmp_path / "bin" / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
     jobs = [["mechanism.epsilon=1", "seed=0"], ["mechanism.epsilon=4", "seed=0"]]
     asked = []
     for launcher_class in (SubmititSlurmLauncher, SlurmLauncher):

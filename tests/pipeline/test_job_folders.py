@@ -91,6 +91,13 @@ def test_a_second_job_in_a_used_folder_is_refused_and_changes_nothing(tmp_path):
     assert (folder / "metrics.json").read_bytes() == before and (folder / "figures" / "successes.png").is_file()
     after = {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
     assert after == files, sorted(k for k in set(after) | set(files) if after.get(k) != files.get(k))
+    # The same job again (issue 39 item 3): it is done, so it exits 0 and changes nothing but its log.
+    same = run_cli(*SMALL, f"hydra.run.dir={folder}", cwd=tmp_path)
+    assert same.returncode == 0 and f"job folder: {folder}" in same.stdout, same.stderr
+    assert "already holds this job's metrics.json, so the job is done" in (folder / "game.log").read_text()
+    again = {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    assert {k: v for k, v in again.items() if k.name != "game.log"} == {k: v for k, v in files.items()
+                                                                         if k.name != "game.log"}
 
 
 @pytest.mark.slow

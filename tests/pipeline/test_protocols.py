@@ -108,6 +108,7 @@ def through_the_boundary(group: str, box) -> None:
         assert isinstance(boundary.mixes_trials(box), bool)
 
 
+@pytest.mark.slow
 def test_every_combination_is_declared_compatible_or_refused_in_one_sentence(compose_config):
     checked = refused = 0
     for prior, mechanism, attack in product(options("prior"), options("mechanism"), options("attack")):

@@ -8,9 +8,10 @@ import pytest
 from clitools import run_cli
 from omegaconf import OmegaConf
 
+from pipeline.labels import short_theorem, theorem_id
 from pipeline.report import collect, missing_jobs, report_figure
 
-pytestmark = pytest.mark.slow  # runs `python -m pipeline` in subprocesses; in the default run, not in `-m "not slow"`
+pytestmark = pytest.mark.slow  # runs `python -m pipeline` in subprocesses: the slow tier (`pytest -m slow`)
 
 # 4 jobs: one_run and the kgk comparator, at 10 and 20 targets, one epsilon.
 SWEEP = ("-m", "bound=one_run,comparator", "prior.n_targets=10,20", "trials=5", "attack.k=2")
@@ -85,9 +86,12 @@ def test_figure_has_markers_per_panel_n_and_its_settings(sweep):
         # panels differ and each panel's title names its theorem.
         theorems = {r["bound_theorem"] for r in rows}
         assert len(theorems) == 2 and all(theorems), theorems
+        # Issue 39 item 7: the titles hold the theorems' short ids, the note under the figure expands them.
         titles = " ".join(ax.get_title().replace("\n", " ") for ax in axes)
         for theorem in theorems:
-            assert theorem.split(" ")[0] in titles, (theorem, titles)
+            assert short_theorem(theorem) in titles and theorem not in titles, (theorem, titles)
+            assert f"{theorem_id(theorem)} = {theorem}" in text, (theorem, text)
+        assert "mechanism = gaussian" in text  # the figure names the mechanism
         assert "theorem" in fig.legends[0].get_title().get_text()  # the legend says where the theorems are
     finally:
         import matplotlib.pyplot as plt

@@ -143,15 +143,66 @@ def test_console_table_shows_the_swept_keys_the_variants_and_not_private(tmp_pat
     _sweep(tmp_path)
     rows = collect(tmp_path)
     columns = table_columns(rows)
-    assert columns[:2] == ["job", "prior.targets"] and "plain_success_mean" in columns
+    assert columns[0] == "prior.targets" and columns[-1] == "job" and "plain_success_mean" in columns
     assert "mechanism.epsilon" not in columns and "epsilon" in columns  # epsilon has its own column
     shown = _table_rows(rows)
     assert [r["epsilon"] for r in shown][:4] == [1.0, 3.0, 10.0, "not private"]
+    assert [r["theorem"] for r in shown][:4] == ["T1", "T1", "T1", "-"]  # the theorem's short id
     assert main([str(tmp_path)]) == 0
-    header = capsys.readouterr().out.splitlines()[0].split()
-    assert header[:2] == ["job", "prior.targets"] and "plain_success_mean" in header
+    header = capsys.readouterr().out.splitlines()[1].split()  # under the bound_<c> / floor_<c> line
+    assert header[:2] == ["prior.targets", "eps"] and "plain" in header and header[-1] == "job"
     assert {r["bound_summary"] for r in csv.DictReader((tmp_path / "report.csv").open()) if r["private"] == "False"} == {
         "no bound (not private)"}
+
+
+def test_the_printed_table_has_one_scheme_fits_120_columns_and_says_what_its_columns_are(tmp_path):
+    """Issue 39 item 8: the quickstart's table was 226 characters wide (115 of them bound_theorem), its `attack`
+    column held a mean, delta and n were nowhere, and pipeline.report named the same columns otherwise."""
+    from pipeline.report import TABLE_HEADERS, TABLE_WIDTH, report_table
+
+    _sweep(tmp_path)
+    rows = collect(tmp_path)
+    for row in rows:  # the quickstart's longest theorem record: the minimum over two theorems
+        if row["private"]:
+            row["bound_theorem"] = ("min of whole-prior one-run count (THEORY.md Thm 4) (at 0.05, 0.5), MMC one-run "
+                                    "count (ICML 2025 Thm 3.2) (at 0.95)")
+            row.update({f"floor_{c:g}": 1 for c in CONFIDENCES})
+    text = report_table(rows)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= TABLE_WIDTH, text
+    header = lines[1]  # under the line that heads the bound_<c> and floor_<c> groups
+    for column in ("eps", "thm", "attack mean", "prior-only mean", "plain mean"):
+        assert f" {column} " in f" {header} ", (column, header)
+    assert "bound_<c>" in lines[0] and "floor_<c>" in lines[0] and header.split()[-7:-1] == ["0.05", "0.5", "0.95"] * 2
+    assert "T4/MMC" in lines[2].split()  # the theorem's id
+    legend = " ".join(text.split())
+    for expanded in ("T4 = whole-prior one-run count (THEORY.md Thm 4)", "MMC = MMC one-run count (ICML 2025 Thm 3.2)",
+                     "attack mean (report.csv attack_success_mean)", "by the attack (noise_aware)",
+                     "prior-only mean (prior_success_mean)", "floor_<c>",
+                     # too wide with them, the columns every row shares (prior, delta, n) are said once, under it
+                     "every row: prior = baynet, delta = 1e-05, n = 30, mechanism = noisy_marginals"):
+        assert expanded in legend, (expanded, legend)
+    narrow = report_table(rows[:3])  # no job without a privacy guarantee: delta and n are columns
+    assert {"delta", "n"} <= set(narrow.splitlines()[1].split()) and "1e-05" in narrow.splitlines()[2].split()
+    assert set(TABLE_HEADERS) <= {*table_columns(rows)}  # every header names a column of the scheme
+
+
+@pytest.mark.slow  # plays the quickstart's games (shrunk): about 15 s
+def test_the_quickstart_prints_the_reports_table(tmp_path, capsys):
+    """One scheme: the quickstart's table is pipeline.report's, column for column (the quickstart, shrunk)."""
+    from pipeline import quickstart
+
+    rows, root = quickstart.run(tmp_path / "qs", priors=("zipf",), epsilons=(1.0, 4.0), trials=3)
+    assert quickstart._print(rows, root, 0.0) == 0
+    printed = capsys.readouterr().out
+    assert main([str(root)]) == 0  # its folder is a sweep the report reads (jobs.yaml)
+    reported = capsys.readouterr().out
+    table = printed.split("\n\n")[0]
+    assert reported.startswith(table) and len(table.splitlines()) == 4  # two header lines, a row per game
+    assert max(len(line) for line in printed.splitlines() if str(root) not in line) <= 120
+    header = table.splitlines()[1].split()
+    assert header[:5] == ["prior", "eps", "delta", "n", "thm"] and header.count("0.95") == 2  # bound_<c> and floor_<c>
+    assert "bound_0.95 = " in " ".join(printed.split()) and "prior-only guess z*" in printed
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -236,6 +287,25 @@ def test_an_unreadable_metrics_json_is_one_sentence_naming_it(content, says, tmp
     assert "--allow-missing" in err[0] and f"hydra.sweep.dir={tmp_path}" in err[0]
 
 
+@pytest.mark.parametrize("content", ['{"n_targets": 30, "trials"', "{}"])
+def test_allow_missing_skips_an_unreadable_metrics_json_in_one_line(content, tmp_path, capsys):
+    """Issue 39 item 9: with --allow-missing, a corrupt metrics.json was refused with 'pass --allow-missing'."""
+    _sweep(tmp_path)
+    broken = tmp_path / "2" / "metrics.json"
+    broken.write_text(content)
+    assert main([str(tmp_path), "--allow-missing"]) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and err[0].startswith("job 2: its metrics.json is unreadable (") and "skipped" in err[0], err
+    rows = list(csv.DictReader((tmp_path / "report.csv").open()))
+    assert [r["job"] for r in rows] == ["0", "1", "3", "4", "5", "6", "7"]
+    # without it: the refusal names the file and says that --allow-missing skips it
+    (tmp_path / "report.csv").unlink()
+    assert main([str(tmp_path)]) == UNREADABLE
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and err[0].startswith(f"error: {broken} ") and "--allow-missing to skip it" in err[0], err
+    assert not (tmp_path / "report.csv").exists()
+
+
 @pytest.mark.parametrize("what", ["runs", "one_run", "runs_beside_a_sweep"])
 def test_a_folder_that_is_not_a_sweep_is_one_sentence(what, tmp_path, capsys):
     """Issue 23 item 4: `python -m pipeline.report outputs/runs` raised a ValueError."""
@@ -262,9 +332,10 @@ def test_report_of_the_readmes_tabular_sweeps_with_variants_and_inf(tmp_path):
     assert played.returncode == 0, played.stderr
     report = run_cli(str(sweep), module="pipeline.report", cwd=tmp_path)
     assert report.returncode == 0, report.stderr
-    header = report.stdout.splitlines()[0].split()
-    assert header[:2] == ["job", "prior.targets"] and "plain_success_mean" in header
-    assert sum("not private" in line for line in report.stdout.splitlines()) == 2
+    header = report.stdout.splitlines()[1].split()  # under the bound_<c> / floor_<c> line
+    assert header[0] == "prior.targets" and "plain" in header and header[-1] == "job"
+    table = report.stdout.split("\n\n")[0].splitlines()  # the legend under the table says "not private" too
+    assert sum("not private" in line for line in table) == 2
     rows = collect(sweep)
     fig = report_figure(rows)
     try:

@@ -158,6 +158,7 @@ def _write_counts(path, counts) -> None:
     path.write_text("count\n" + "".join(f"{c}\n" for c in counts))
 
 
+@pytest.mark.slow
 def test_edited_data_file_plays_the_trials_again(compose_config, tmp_path):
     """Issue: editing prior.counts_file reused the old trials under the new prior's bound."""
     data = tmp_path / "data"

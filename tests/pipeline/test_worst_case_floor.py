@@ -32,6 +32,7 @@ def test_the_floor_is_the_games_own_and_below_its_bound(compose_config, override
         assert low <= metrics["bound"][c], (c, low, metrics["bound"][c])
 
 
+@pytest.mark.slow
 def test_a_dpsgd_game_gets_randomized_response_certified_below_its_profile(compose_config):
     """DP-SGD with a sample rate below 1 has no closed-form curve: its floor is randomized response at the largest eps0
     certified below its privacy-loss profile (stages.bound.floor.rr_epsilon), named in the record, below the bound."""

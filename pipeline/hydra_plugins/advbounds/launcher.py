@@ -63,6 +63,15 @@ class SlurmLauncher(SubmititSlurmLauncher):
         self.unavailable_timeout_s = None if timeout is None else float(timeout) * 60.0
         self._submitted: list[Any] = []
 
+    def setup(self, *, hydra_context: Any, task_function: Any, config: Any) -> None:
+        """hydra-submitit's setup, then the one check that needs no job: a machine without SLURM is refused in one
+        sentence here, before the sweeper writes anything (submitit would raise when the sweep is launched)."""
+        super().setup(hydra_context=hydra_context, task_function=task_function, config=config)
+        choice = OmegaConf.select(config, "hydra.runtime.choices", default=None) or {}
+        problem = slurm.unavailable(str(choice.get("hydra/launcher") or "slurm"))
+        if problem is not None:
+            raise problem
+
     def _executor_and_jobs(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Tuple[Any, List[tuple]]:
         """The submitit executor and each job's arguments, as hydra-submitit's BaseSubmititLauncher.launch builds
         them before its `executor.map_array(self, *zip(*job_params))` (the sweep folder made on the way)."""

@@ -3,7 +3,8 @@ figure points as game jobs (pipeline.sweeper has the rules; this module is the H
 
 Built on Hydra's public Sweeper interface (hydra.plugins.sweeper): setup() gets the launcher from Hydra's plugin
 registry, sweep() lists every job, refuses a folder that holds another sweep, writes jobs.yaml and multirun.yaml,
-then launches the jobs in batches of `max_batch_size` (null: all at once), as the basic sweeper does.
+then launches the jobs in batches of `max_batch_size` (null: all at once), as the basic sweeper does. A sweep that
+fails before any of its jobs left a file (every job refused, a launcher that cannot start) removes what it wrote.
 """
 # No `from __future__ import annotations`: Hydra's scan runs this module before it is in sys.modules, where
 # dataclasses look string annotations up.
@@ -81,13 +82,19 @@ class PointsSweeper(Sweeper):
         jobs = self.jobs(arguments)
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         points.check_sweep_folder(sweep_dir, jobs)  # one sweep per folder: refused before anything is written or run
-        points.write_job_list(sweep_dir, jobs)
-        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")  # the sweep's config, as Hydra's basic sweeper saves it
-        returns = []
-        for first, batch in points.batches(jobs, self.max_batch_size):
-            self.validate_batch_is_legal(batch)
-            results = self.launcher.launch(batch, initial_job_idx=first)
-            for result in results:
-                _ = result.return_value  # raises the exception of a job that failed
-            returns.append(results)
+        existed = points.first_existing(sweep_dir)
+        try:
+            points.write_job_list(sweep_dir, jobs)
+            OmegaConf.save(self.config, sweep_dir / "multirun.yaml")  # the sweep's config, as the basic sweeper saves it
+            returns = []
+            for first, batch in points.batches(jobs, self.max_batch_size):
+                self.validate_batch_is_legal(batch)
+                results = self.launcher.launch(batch, initial_job_idx=first)
+                for result in results:
+                    _ = result.return_value  # raises the exception of a job that failed
+                returns.append(results)
+        except BaseException:
+            # failed (or interrupted) before any job left a file: no folder stays (a started job's folder does)
+            points.remove_unstarted_sweep(sweep_dir, existed)
+            raise
         return returns

@@ -118,12 +118,13 @@ def test_stages_are_reused(compose, tmp_path):
     *_, first = play_figure(compose, tmp_path / "a", combination, cache=cache)
     computed = len(cache.computed)
     stages = sorted(stage for stage, _ in cache.computed if stage != "baynet")  # the fit may be memoised in process
-    # the game's trials, one release per trial and the relaxation of each objective per release
-    assert stages == ["attack"] * 4 + ["release"] * 2 + ["trials"]
+    # the game's trials and bounds, one release per trial and the relaxation of each objective per release
+    assert stages == ["attack"] * 4 + ["bound"] + ["release"] * 2 + ["trials"]
     *_, second = play_figure(compose, tmp_path / "b", combination, cache=cache)
     assert len(cache.computed) == computed and first == second
 
 
+@pytest.mark.slow
 def test_attack_exceeds_the_95_bound_rarely(compose, tmp_path):
     """With probability >= 0.95 a trial's successes stay within its bound: over R trials the number of
     exceedances is at most Binomial(R, 0.05), whose 0.999 quantile we allow (the bound holds for any attack)."""

@@ -136,6 +136,7 @@ def test_non_private_llm_job_has_no_epsilon_no_bound_and_is_drawn_so(compose, tm
     assert "not private" in text and "some theorem" in text and "delta = 1e-05" in text and "trials per job" in text
 
 
+@pytest.mark.slow
 def test_pii_law_rows(compose, tmp_path):
     from pipeline.experiments import run_task
     from stages.bound.theorems import eps_protect

@@ -28,6 +28,7 @@ def _rows(metrics: dict, prior_name: str) -> list[dict]:
     return [r for r in metrics["table"] if r["prior_name"] == prior_name]
 
 
+@pytest.mark.slow
 def test_pii_law_adds_the_pii_rows_to_both_experiments(compose, tmp_path):
     """The rows' probabilities are PIIPrior.law_summary() of the same settings, computed here directly (in
     memory, no stage cache; equal up to the float32 LM's round-off, 1e-6 relative); the second experiment
@@ -110,7 +111,8 @@ def test_cli_pii_law_with_a_missing_enron_folder_is_one_sentence(tmp_path):
                   "+task.priors.pii={law: pii, enron: enron/nowhere}", cwd=tmp_path)
     assert out.returncode == 2, out.stderr
     lines = [line for line in out.stderr.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1 and lines[0].startswith("error: priors.pii (a pii law): enron "), out.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: data file enron/nowhere does not exist in data_dir "), out.stderr
+    assert "`python -m pipeline.data fetch enron --data-dir " in lines[0] and "task.priors.pii.enron=" in lines[0]
     assert not list((tmp_path / "outputs").rglob("metrics.json"))
 
 

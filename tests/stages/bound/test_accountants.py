@@ -291,6 +291,7 @@ def test_add_remove_tables_convert_by_group_privacy():
 # --------------------------------------------------------------------------------------------
 # every profile: the interface, JSON params and count_bound
 # --------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_every_profile_has_json_params_and_counts(profiles):
     """Every kind of profile (an add/remove DpEventProfile is counted through its replace_one(), as for_game
     does: the opacus one here; the fixture's add/remove distributions are not rebuilt)."""

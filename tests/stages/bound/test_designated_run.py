@@ -118,6 +118,7 @@ def test_states_below_j_from_are_one_sum_and_the_bound_stays_above_the_exact_wor
             assert run.tail(j_from) == 1.0
 
 
+@pytest.mark.slow
 def test_states_below_j_from_only_relax_the_lp():
     """12 Zipf targets at mu = 1, tail(10) with the cutting planes run to the end: the LP with j_from = 3, 5 or 7 has
     fewer constraints, so its bound is not below the full LP's (up to the rounds' tolerance) and stays above the
@@ -134,6 +135,7 @@ def test_states_below_j_from_only_relax_the_lp():
         assert part >= floor
 
 
+@pytest.mark.slow
 def test_the_count_search_keeps_the_states_from_twenty_below_the_hint():
     """At 40 targets the search keeps N >= min(hint) - 20 (``_BELOW_HINT``); its counts are certified by that LP
     and cover the release that says nothing (N = M, Binomial(40, p))."""
@@ -151,6 +153,7 @@ def test_the_count_search_keeps_the_states_from_twenty_below_the_hint():
     assert counts[0] >= stats.binom.ppf(0.95, 40, prior[0]) - 1
 
 
+@pytest.mark.slow
 def test_an_lp_the_interior_point_fails_goes_to_the_dual_simplex():
     """The quickstart's Zipf prior at eps = 0.5 (mu = 0.1422), 100 targets, the states from N = 35: the interior point
     ends the second round's LP in HiGHS's "solve error" (scipy 1.17). That round used to give a bound of 1; the dual
@@ -174,6 +177,7 @@ def test_truncated_states_carry_their_mass_into_the_bound():
     assert run.tail(0) == 1.0 and run.tail(101) == 0.0
 
 
+@pytest.mark.slow
 def test_count_bounds_adds_theorem_5_only_when_asked():
     """``designated=True``: Theorem 5 joins the minimum (one exact guess, priors known) and wins at 0.95 on 30 Zipf
     targets at mu = 0.268; by default it stays out, and it never applies to p-only input or set-valued success."""

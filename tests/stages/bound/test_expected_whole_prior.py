@@ -41,6 +41,7 @@ def _per_trial_priors(trials=4, n=100, seed=0):
     return [np.stack([zipf(10, s) for s in rng.uniform(1.0, 2.2, n)]) for _ in range(trials)]
 
 
+@pytest.mark.slow
 def test_one_shared_prior_is_the_minimum_of_theorem_2_and_the_one_run_theorems():
     prior = zipf(10, 1.84)
     profile = GaussianDP(0.268)  # the quickstart's Gaussian at eps = 1, delta = 1e-5
@@ -102,6 +103,7 @@ def test_the_pooled_conjugate_is_the_mean_over_the_runs_in_blocks_of_fixed_size(
     assert np.allclose(again.per_target(s)[0], first.per_target(s)[0], rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_theorem_3_over_the_trials_is_never_below_the_trials_own_and_the_tail_takes_the_minimum():
     """Theorem 3 over the trials: min over a common (t, J) of the trials' mean >= the mean of each trial's own
     minimum. expected_tail with a prior per run: the smallest of Theorem 2 and Theorems 3 and 4 over the runs."""
@@ -129,7 +131,7 @@ def test_eps_dp_profiles_and_argument_errors():
     assert np.array_equal(counts, np.min(np.stack(list(by.values())), axis=0)) and len(by) == 3
     with pytest.raises(ValueError, match=r"distributions must give one prior per run \(2 runs\)"):
         T.expected_count_bounds(GaussianDP(1.0), p_runs, CONFS, distributions=runs[:1] * 3)
-    with pytest.raises(ValueError, match=r"distributions\[0\] must describe the runs' 20 targets"):
+    with pytest.raises(ValueError, match=r"distributions\[0\] and p_runs must describe the same targets, got 10 distributions and 20 targets"):
         T.expected_count_bounds(GaussianDP(1.0), p_runs, CONFS, distributions=[r[:10] for r in runs])
     with pytest.raises(ValueError, match="set_valued=True"):
         T.expected_count_bounds(GaussianDP(1.0), p_runs, CONFS, distributions=runs, set_valued=True)
@@ -141,6 +143,7 @@ class _Law(Prior):
     """A fixed prior whose probability matrix is given (the game's TrialLaw for one trial)."""
 
 
+@pytest.mark.slow
 def test_the_box_reads_every_trials_law():
     runs = _per_trial_priors(trials=3, n=30, seed=3)
     laws = TrialLaws(tuple(_Law(r) for r in runs))

@@ -275,3 +275,15 @@ def test_the_mixture_of_trials_reads_the_mean_law():
     assert floor_mixture_counts(mu, [a, a], levels) == floor_counts(mu, a, levels)
     with pytest.raises(ValueError, match="same number of targets"):
         floor_mixture_counts(mu, [a, a[:10]], levels)
+
+
+def test_a_function_given_profile_says_what_its_certificate_assumes():
+    """A user's delta(eps) function is read on a grid: the floor's certificate between grid points assumes the curve
+    does not rise there (THEORY.md section 11, Lemma 6), and the label says so; a table's curve needs no assumption."""
+    import math
+
+    from stages.bound import floor_mechanism, from_delta
+
+    curve = from_delta(lambda e: min(1.0, 0.1 * math.exp(-e)))
+    assert "on the assumption that it is non-increasing" in floor_mechanism(curve)
+    assert "assumption" not in floor_mechanism(from_delta([(0.5, 1e-3), (1.0, 1e-5)]))

@@ -304,3 +304,54 @@ def test_add_remove_profile_understates_a_reconstruction_attack(sigma, steps):
     # in a membership game (the bit is whether the canary is in) add/remove is the right relation
     member = best_bound(add_remove, 0.5, game="membership").all["mmc"]
     assert member == pytest.approx(prior_work.mmc_bound(add_remove, 0.5), abs=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# MMC's count in decision form (issue 40, item 3): one recursion at tau = 1 - c per v, the same counts
+# --------------------------------------------------------------------------------------------
+#: The issue's 36 cells: mu x k x n, every target guessed, at three confidences.
+MMC_GRID = list(itertools.product([0.5, 1.0, 2.0, 4.0], [2, 10, 100], [10, 100, 1000]))
+#: The fixed sample of MMC_GRID run in the fast tier (every mu, k and n appears; the rest is slow).
+MMC_GRID_FAST = [(0.5, 2, 100), (1.0, 10, 1000), (1.0, 100, 10), (2.0, 2, 10), (2.0, 100, 100), (4.0, 10, 100)]
+MMC_CONFIDENCES = np.array([0.05, 0.5, 0.95])
+
+
+def _bisected_counts(profile, p, confidence):
+    """The count as it was before the decision form: tau bisected to 1e-13 for every v visited (_mmc_tail)."""
+    p = np.asarray(p, dtype=float)
+    k, guesses = prior_work.uniform_candidates(p), int(np.count_nonzero(p))
+    ginv = prior_work._inverse_blow_up(profile)
+    levels = np.asarray(confidence, dtype=float)
+    return prior_work._count_from_tail(lambda v: prior_work._mmc_tail(ginv, p.size, guesses, v, k), guesses, levels)
+
+
+@pytest.mark.parametrize("mu,k,n", [pytest.param(*cell, marks=[] if cell in MMC_GRID_FAST else [pytest.mark.slow])
+                                    for cell in MMC_GRID], ids=lambda x: f"{x}")
+def test_decision_form_counts_equal_the_bisected_ones(mu, k, n):
+    p = np.full(n, 1.0 / k)
+    new = prior_work.mmc_bound(GaussianDP(mu), p, confidence=MMC_CONFIDENCES)
+    assert list(new) == list(_bisected_counts(GaussianDP(mu), p, MMC_CONFIDENCES))
+
+
+@pytest.mark.parametrize("profile", [ApproxDP(1.0, 1e-5), ApproxDP(0.3, 0.05), PureDP(1.0), PureDP(3.0),
+                                     from_delta([(0.5, 0.05), (1.0, 0.01), (2.0, 1e-4)])], ids=repr)
+def test_decision_form_counts_on_other_profiles_and_abstentions(profile):
+    """(eps, delta), pure eps and a delta(eps) curve (g from its grid); all guessed, and guesses on part of the
+    targets (p_i = 0: m > guesses); confidences near 0 and 1 too."""
+    levels = np.array([0.01, 0.05, 0.5, 0.95, 0.999])
+    for k, n, guessed in [(2, 60, 60), (10, 80, 80), (10, 80, 25), (3, 40, 7), (5, 30, 0)]:
+        p = np.where(np.arange(n) < guessed, 1.0 / k, 0.0)
+        new = prior_work.mmc_bound(profile, p, confidence=levels)
+        assert list(new) == list(_bisected_counts(profile, p, levels)), (k, n, guessed)
+
+
+@pytest.mark.parametrize("profile", [GaussianDP(1.0), ApproxDP(1.0, 0.01), PureDP(0.7)], ids=repr)
+def test_early_stopped_recursion_has_the_full_ones_sign(profile):
+    """_mmc_excess(stop_above=True) stops once r + h passes guesses/m: its sign is the full recursion's."""
+    ginv = prior_work._inverse_blow_up(profile)
+    for k, m, guesses in [(2, 10, 10), (2, 30, 12), (10, 50, 50)]:
+        for v in range(1, guesses + 1):
+            for tau in np.geomspace(1e-4, 1.0, 15):
+                full = prior_work._mmc_excess(ginv, float(tau), m, guesses, v, k)
+                early = prior_work._mmc_excess(ginv, float(tau), m, guesses, v, k, stop_above=True)
+                assert (early > 0) == (full > 0), (k, m, guesses, v, tau)

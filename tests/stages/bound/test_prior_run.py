@@ -59,6 +59,7 @@ def test_the_exact_grid_is_broad():
     assert max(c["domain"] for c in EXACT) == 10
 
 
+@pytest.mark.slow
 def test_never_below_the_exact_worst_case():
     """Theorem 4's tail bound on Pr[N >= v] against the LP over all mechanisms, on every exact case (one test:
     the oracle values are cached by lp_oracle, the library's LPs take ~30 ms each)."""
@@ -72,6 +73,7 @@ def test_never_below_the_exact_worst_case():
     assert np.mean(np.asarray(gaps) < 1e-6) > 0.1
 
 
+@pytest.mark.slow
 def test_the_default_gap_to_the_exact_worst_case_is_within_the_issue_targets():
     """Issue 21's targets on the oracle gap of the default bound (the minimum over the theorems): mean <= 0.03,
     max <= 0.12, over the exact cases of the whole-prior grid of the fast run (n = 1 and 2; Theorem 4 moved the max
@@ -172,6 +174,7 @@ def test_conjugate_reads_multiplicities_and_grows_with_the_probabilities():
     assert np.all(R.Conjugate(prof, dominating)(s) >= one)
 
 
+@pytest.mark.slow
 def test_certificate_is_at_least_the_lp_with_a_dense_set_of_cuts():
     """The certified value (the cuts the search chose) >= the optimum of the LP with those cuts and 400 more (a tighter
     relaxation, written out directly), and within 5% of it."""
@@ -264,6 +267,7 @@ def test_theorem_4_stays_out_where_it_does_not_apply():
     assert R.PRIOR_RUN_THEOREM not in by
 
 
+@pytest.mark.slow
 def test_tail_bound_takes_theorem_4():
     prior = np.arange(1, 11.0) ** -1.84
     prior /= prior.sum()
@@ -287,6 +291,7 @@ def test_every_number_of_groups_stays_above_the_exact_worst_case():
             assert value >= oracle - TOL, (case["name"], groups, value, oracle)
 
 
+@pytest.mark.slow
 def test_more_groups_see_more_of_how_the_priors_differ_and_stay_valid():
     """100 targets with five binary priors (20 each, p from 0.55 to 0.95): every number of groups stays above the
     count of a product of certified mechanisms (the Gaussian mechanism on each target), and one group per prior is
@@ -345,6 +350,7 @@ def _searched(groups: int, monkeypatch, **constants):
         return run, R._counts(run, 1 - np.array([0.05, 0.5, 0.95]), None)
 
 
+@pytest.mark.slow
 def test_a_decision_leaves_out_cuts_that_break_by_less_than_the_floor(monkeypatch):
     """The count search's cutting planes skip constraints that break by at most _DECIDE_FLOOR (where the conjugate is
     ~0 they break by 1e-11 to 1e-9 round after round while the bound does not move); leaving a cut out only loosens the
@@ -377,6 +383,7 @@ def test_the_laws_of_real_attacks_meet_every_constraint(profile, groups):
     assert run._meets(p0, r0)
 
 
+@pytest.mark.slow
 def test_the_proven_stop_is_below_every_bound_and_leaves_the_counts_alone(monkeypatch):
     """A decision stops above its target once a point of the LP with every cut of the grid (the LP's law mixed with
     real attacks' laws) is above it (``_inner``). That point is never above a certified bound, the stop fires, and the
@@ -405,6 +412,7 @@ def test_the_proven_stop_is_below_every_bound_and_leaves_the_counts_alone(monkey
         assert counts == without, (groups, counts, without)
 
 
+@pytest.mark.slow
 def test_the_search_starts_above_the_counts_a_real_attack_reaches():
     """``unreachable(target)``: below it the law of the attack that guesses every likeliest value (a point of the LP
     with every constraint) puts more than the target on N >= c + 1, so no cut set certifies the count. Its lower bound
@@ -442,6 +450,7 @@ def test_a_count_for_the_minimum_looks_only_below_the_hint(monkeypatch):
     assert np.all(by[R.PRIOR_RUN_THEOREM] >= counts)
 
 
+@pytest.mark.slow
 def test_an_lp_the_simplex_does_not_finish_goes_to_the_interior_point(monkeypatch):
     """An LP whose simplex stops (past _SIMPLEX_ITERATIONS, or HiGHS's "unknown" status) is solved by the interior
     point, not given up (a round's bound of 1): with a limit of 1 iteration every LP goes there, and the counts are
@@ -461,3 +470,44 @@ def test_an_lp_the_simplex_does_not_finish_goes_to_the_interior_point(monkeypatc
         monkeypatch.setattr(R.optimize, "linprog", real)
         assert ("highs", 1) in calls and all(status == 0 for method, status in calls if method == "highs-ipm")
         assert fallback == counts, (groups, fallback, counts)
+
+
+# --------------------------------------------------------------------------------------------
+# _meets from sorted breakpoints (issue 40, item 3)
+# --------------------------------------------------------------------------------------------
+def test_positive_part_sums_equal_the_dense_sums():
+    """_positive_part_sums(s, up, down) = sum_j max(s up_j - down_j, 0) at every s, as the (len(s), n) array gives it
+    (to 1e-13 relative): rising, falling and flat terms, breakpoints on the grid itself, s from 0 to 1e10."""
+    rng = np.random.default_rng(7)
+    for trial in range(300):
+        n = int(rng.integers(1, 120))
+        s = np.union1d(np.geomspace(1e-6, 1e10, int(rng.integers(2, 400))), [0.0, 1.0])
+        up = rng.random(n) * (rng.random(n) < 0.8)
+        down = rng.random(n) - 0.2
+        if trial % 3 == 0:
+            up = up - 0.3 * (rng.random(n) < 0.2)
+        if trial % 5 == 0:
+            half = n // 2
+            down[:half] = s[rng.integers(0, s.size, half)] * up[:half]
+        dense = np.maximum(s[:, None] * up[None, :] - down[None, :], 0.0).sum(axis=1)
+        fast = R._positive_part_sums(s, up, down)
+        np.testing.assert_allclose(fast, dense, rtol=1e-13, atol=1e-15)
+
+
+def test_meets_from_breakpoints_decides_like_the_dense_array(monkeypatch):
+    """Every (p, r) the count search hands to _meets (40 targets, ten binary priors, 2 groups; the laws the proven stop
+    mixes) gets the same decision from the sorted breakpoints as from the dense array, and the counts are unchanged."""
+    seen = []
+    meets = R.PriorRun._meets
+
+    def both(self, p, r, dense=False):
+        fast, full = meets(self, p, r), meets(self, p, r, dense=True)
+        seen.append((fast, full))
+        return fast
+
+    monkeypatch.setattr(R.PriorRun, "_meets", both)
+    _, counts = _searched(2, monkeypatch)
+    assert len(seen) >= 10 and {f for f, _ in seen} == {True, False}
+    assert all(fast == full for fast, full in seen)
+    monkeypatch.setattr(R.PriorRun, "_meets", lambda self, p, r: meets(self, p, r, dense=True))
+    assert counts == _searched(2, monkeypatch)[1]

@@ -282,6 +282,7 @@ def test_dpsgd_delta_accepts_unsorted_eps():
     np.testing.assert_array_equal(prof.delta(eps.reshape(2, 2)), want.reshape(2, 2))
 
 
+@pytest.mark.slow
 def test_dpsgd_delta_upper_is_never_below_the_accountant_in_the_far_tail():
     """Issue 13: DPSGD(0.8, 0.05, 1000, replace-one).delta_upper gave 0 for eps >= 43.85 while the
     accountant's pessimistic PLD still holds mass there; an upper bound is never below it, never 0

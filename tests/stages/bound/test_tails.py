@@ -286,6 +286,7 @@ def test_million_equal_betas_matches_binom_sf(b):
     np.testing.assert_allclose(tails.poisson_binomial_tail(beta, v), stats.binom.sf(v - 1, n, b), atol=ABS, rtol=0)
 
 
+@pytest.mark.slow
 def test_million_mixture_of_equal_and_distinct():
     """10^6 Bernoullis: 4 large groups (binomials) plus 2000 distinct values, vs scipy convolution
     of the binomials with the recursion of the distinct ones (exact to 1e-9)."""

@@ -335,6 +335,7 @@ def test_count_bound_matches_its_definition_on_a_dense_grid(seed):
         assert T.tail_bound(profile, p, int(c) + 1) <= (1 - conf) * (1 + 1e-9)
 
 
+@pytest.mark.slow
 def test_tail_bound_finds_the_deepest_valley_dpsgd():
     """DP-SGD (the audit's profile): the old search missed the minimum by 0.8% at v = 22, n = 25."""
     profile = DPSGD(0.8, 0.1, 50)
@@ -345,6 +346,7 @@ def test_tail_bound_finds_the_deepest_valley_dpsgd():
         assert T.tail_bound(profile, p, v) <= best[v] * (1 + 1e-6)
 
 
+@pytest.mark.slow
 def test_second_valley_examples_from_the_audit():
     """Two cases where the paper-theorem search once stopped in the wrong valley: tail_bound and
     count_bound must reach the minimum over a dense eps grid of tail_bound_at (every point is valid)."""
@@ -672,6 +674,7 @@ def test_expected_tail_value_and_standard_error(profile, eps):
     assert se == pytest.approx(np.std(per_run) / math.sqrt(R) * math.sqrt(R / (R - 1)), rel=1e-9)
 
 
+@pytest.mark.slow
 def test_expected_tail_minimised_and_count():
     rng = np.random.default_rng(6)
     prof = GaussianDP(1.0)

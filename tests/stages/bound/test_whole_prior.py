@@ -63,9 +63,9 @@ def test_distributions_group_permutations_and_coarsen_by_dominance():
 
 @pytest.mark.parametrize("bad, match", [
     (lambda: W.prior_shape([0.5, 0.4]), r"^distribution must sum to 1"),
-    (lambda: W.prior_shape([[0.5, 0.5]]), r"^distribution must be a non-empty 1-d array"),
+    (lambda: W.prior_shape([[0.5, 0.5]]), r"^distribution must be one target's prior, .*\(1-D\); got shape \(1, 2\)"),
     (lambda: W.prior_shape([1.2, -0.2]), r"^distribution must be a probability"),
-    (lambda: W.Distributions.of([]), r"^distributions must hold at least one"),
+    (lambda: W.Distributions.of([]), r"^distributions must be one prior per target .*\(empty\)"),
     (lambda: count_bound(GaussianDP(1.0), [0.6, 0.6], 0.5, distributions=[[0.7, 0.3], [0.7, 0.3]]),
      r"^p must be the largest probability of each target's distribution"),
     (lambda: count_bound(GaussianDP(1.0), None, 0.5, distributions=[[0.7, 0.3]], set_valued=True),
@@ -234,3 +234,15 @@ def test_large_n_steers_on_the_normal_approximation_and_certifies_exactly(monkey
     monkeypatch.setattr(S, "_FAST_FROM", 10 * n)  # the search on the exact law
     exact = S.whole_prior_counts(profile, dists, targets)
     assert np.all(np.abs(np.array(counts) - np.array(exact)) <= 0.002 * n), (counts, exact)
+
+
+def test_the_one_target_worst_case_builds_no_envelope():
+    """The envelope of the grid's lines (12 ms for a new profile) is built on first use: the one-target worst case
+    (q = 0 by cutting planes) never reads it, and a threshold q > 0 (closed form) builds it with the same lines."""
+    shape = W.prior_shape([0.5, 0.3, 0.2])
+    curve = W.ExcessCurve(GaussianDP(1.37), shape)
+    curve(0.0)
+    assert "_hull" not in vars(curve)
+    curve(0.3, fine=False)
+    half = len(curve._eps)
+    assert curve._hull is W._hull(GaussianDP(1.37), curve._all_s[: 2 * half], curve._all_c[: 2 * half])

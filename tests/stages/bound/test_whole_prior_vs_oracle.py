@@ -28,7 +28,7 @@ from scipy import integrate, stats
 import lp_oracle as L
 from stages.bound import count_bound, success_bound, tail_bound
 from stages.bound import whole_prior as W
-from stages.bound.profiles import ApproxDP, GaussianDP, PureDP
+from stages.bound.profiles import DPSGD, ApproxDP, GaussianDP, PureDP
 from stages.bound.search import whole_prior_tail
 from stages.bound.theorems import count_bounds
 
@@ -293,3 +293,74 @@ def test_two_valued_priors_equal_riskcal(mu):
         lib = success_bound(GaussianDP(mu), distribution=[a, 1 - a])
         assert lib >= ref - 1e-12, (mu, a, lib, ref)
         assert lib == pytest.approx(ref, abs=1e-6), (mu, a, lib, ref)
+
+
+# --------------------------------------------------------------------------------------------
+# Two values in closed form (issue 40, item 3): whole_prior.two_valued_success replaces the LP at n = 1
+# --------------------------------------------------------------------------------------------
+def _random_two_valued(seed: int, count: int):
+    """(mu, a) pairs: mu log-uniform on [0.05, 5], a uniform on [0.5, 0.999] (either value may be the likelier)."""
+    rng = np.random.default_rng(seed)
+    mus = np.exp(rng.uniform(math.log(0.05), math.log(5.0), count))
+    a = rng.uniform(0.5, 0.999, count)
+    flip = rng.random(count) < 0.5
+    return [(float(m), float(1 - x if f else x)) for m, x, f in zip(mus, a, flip)]
+
+
+def test_two_valued_closed_form_equals_riskcal_on_random_cases():
+    """44 seeded (mu, pi): the library's one-target whole-prior value (closed form) and success_bound equal
+    riskcal's 1 - Bayes risk to 1e-6 and are never below it (beyond riskcal's own float rounding)."""
+    riskcal = pytest.importorskip("riskcal")
+    from riskcal import analysis  # noqa: F401
+
+    for mu, a in _random_two_valued(40, 44):
+        ref = 1.0 - float(riskcal.analysis.get_bayes_risk_from_gdp(mu, max(a, 1 - a)))
+        closed = W.whole_prior_success(GaussianDP(mu), W.prior_shape([a, 1 - a]))
+        assert ref - 1e-12 <= closed <= ref + 1e-6, (mu, a, closed, ref)
+        assert closed >= ref + 0.5 * W._CLOSED_FORM_MARGIN, (mu, a)  # rounded up, not merely equal
+        lib = success_bound(GaussianDP(mu), distribution=[a, 1 - a])
+        assert ref - 1e-12 <= lib <= ref + 1e-6, (mu, a, lib, ref)
+
+
+@pytest.mark.parametrize("profile", [GaussianDP(0.3), GaussianDP(1.0), GaussianDP(3.0), ApproxDP(1.0, 1e-5),
+                                     ApproxDP(0.3, 0.05), PureDP(1.0), PureDP(0.2)], ids=repr)
+def test_two_valued_closed_form_against_the_lp_it_replaces(profile):
+    """The closed form against the relaxation's LP (closed_form=False, the value before issue 40): never below it by
+    more than the LP's own gap to the exact value (1.4e-7 measured on GDP; 0 for (eps, delta)), and at most 1e-6
+    above it."""
+    for a in (0.5, 0.52, 0.6, 0.75, 0.9, 0.99, 0.9999):
+        shape = W.prior_shape([1 - a, a])
+        closed = W.whole_prior_success(profile, shape)
+        lp = W.whole_prior_success(profile, shape, closed_form=False)
+        gap = 1e-6 if profile.gdp_mu() is not None else 1e-9
+        assert lp - gap <= closed <= lp + 1e-6, (a, closed, lp)
+    # a prior summing to 1 + 8e-7 (prior_shape accepts 1e-6): the closed form reads both probabilities as given
+    shape = W.prior_shape([0.7, 0.3000008])
+    lp = W.whole_prior_success(profile, shape, closed_form=False)
+    gap = 1e-6 if profile.gdp_mu() is not None else 1e-9
+    assert lp - gap <= W.whole_prior_success(profile, shape) <= lp + 1e-6
+    more = W.whole_prior_success(profile, shape) - W.two_valued_success(profile, 0.7)
+    assert more > 0 if profile.gdp_mu() is not None else more >= 0  # (eps-DP with eps < eps*: delta(eps*) = 0)
+
+
+@pytest.mark.parametrize("eps,delta", [(0.0, 0.1), (1.0, 0.01), (0.5, 0.05), (2.0, 1e-3), (1.0, 0.0), (3.0, 0.0)])
+def test_two_valued_closed_form_never_below_the_exact_lp(eps, delta):
+    """Against the exact LP over every (eps, delta)-DP mechanism on two values: never below it, equal to 1e-6."""
+    profile = PureDP(eps) if delta == 0.0 else ApproxDP(max(eps, 1e-12), delta)
+    for a in (0.5, 0.55, 0.7, 0.85, 0.95):
+        exact, _ = L.worst_case_success(1, 2, [a, 1 - a], 1, [(eps, delta)])
+        closed = W.two_valued_success(profile, a)
+        assert exact - TOL <= closed <= exact + EQ_TOL, (a, closed, exact)
+
+
+def test_two_valued_closed_form_on_a_privacy_loss_distribution():
+    """Full-batch DP-SGD (mu-GDP in closed form) equals GaussianDP; a subsampled run reads delta_upper's table (a
+    valid upper bound on its PLD's delta) and is never below p + (1 - p) delta(eps*) from the PLD itself."""
+    full = DPSGD(2.0, 1.0, 4)
+    for a in (0.5, 0.8):
+        assert W.two_valued_success(full, a) == W.two_valued_success(GaussianDP(full.gdp_mu()), a)
+    run = DPSGD(1.0, 0.05, 20)
+    for a in (0.5, 0.6, 0.9):
+        e = math.log(a / (1 - a))
+        value = W.two_valued_success(run, a)
+        assert a + (1 - a) * run.delta(e) <= value <= a + (1 - a) * run.delta(e) + 1e-6, a

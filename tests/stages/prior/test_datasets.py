@@ -78,7 +78,7 @@ def test_unknown_name_is_one_sentence_listing_the_known(name):
 
 
 def test_a_missing_paper_table_says_how_to_fetch_it(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"run `python -m pipeline\.data fetch acs`"):
+    with pytest.raises(FileNotFoundError, match=r"`python -m pipeline\.data fetch acs --data-dir "):
         load_table("acs/recon-synth", tmp_path)
 
 

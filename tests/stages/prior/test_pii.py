@@ -188,6 +188,7 @@ def test_context_copies_drop_leaves_out_the_contexts_that_name_a_candidate(tiny,
         PIIPrior(tiny, **{**kwargs, "enron": str(only_copies), "min_context_words": 3}, context_copies="drop")
 
 
+@pytest.mark.slow
 def test_context_copies_keep_leaves_the_stage_keys_as_they_were(compose_config, tmp_path):
     """The default (keep) is left out of the trials stage key (the key from before the setting existed);
     drop is in it. The pii_law rows of a drop law say so in their name."""
