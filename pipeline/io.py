@@ -10,7 +10,12 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-__all__ = ["plain", "write_json_atomic", "save_figure_atomic", "bound_column", "exceed_column", "confidence_of_column"]
+#: The sweep's jobs (their override lists, in job-number order), written into the sweep folder before any job
+#: (pipeline.sweeper.write_job_list), and the files every -m sweep writes into its folder.
+JOBS_FILE = "jobs.yaml"
+SWEEP_FILES = (JOBS_FILE, "multirun.yaml")
+
+__all__ = ["JOBS_FILE", "SWEEP_FILES", "plain", "write_json_atomic", "save_figure_atomic", "bound_column", "exceed_column", "confidence_of_column"]
 
 
 # One naming scheme for every CSV (report.csv and every experiment's table; docs/pages/outputs.md):

@@ -14,7 +14,6 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-import yaml
 from omegaconf import OmegaConf
 
 import pipeline
@@ -22,6 +21,7 @@ from pipeline.cache import StageCache
 from pipeline.game import ConfigError
 from pipeline.job import run_game
 from pipeline.report import collect, plot, report_table, write_csv
+from pipeline.sweeper import write_job_list
 
 PRIORS = ("uniform", "zipf")
 EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)
@@ -48,9 +48,8 @@ def run(out_dir: str | Path | None = None, priors=PRIORS, epsilons=EPSILONS, tri
         root = Path(out_dir) if out_dir else Path(base.outputs_dir) / "quickstart" / stamp
         cache = StageCache(base.cache_dir)
         jobs = [quickstart_overrides(prior, epsilon, trials) for prior in priors for epsilon in epsilons]
-        root.mkdir(parents=True, exist_ok=True)
-        # the job list a -m sweep writes (pipeline.sweeper), so `python -m pipeline.report <root>` reads the folder
-        (root / "jobs.yaml").write_text(yaml.safe_dump(jobs))
+        # the job list a -m sweep writes, so `python -m pipeline.report <root>` reads the folder
+        write_job_list(root, jobs)
         for job, overrides in enumerate(jobs):
             cfg = compose("config", overrides=overrides)
             job_dir = root / str(job)

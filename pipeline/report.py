@@ -33,7 +33,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from pipeline.io import (bound_column, confidence_key, confidence_of_column, exceed_column, floor_cells, floor_column,
+from pipeline.io import (SWEEP_FILES, bound_column, confidence_key, confidence_of_column, exceed_column, floor_cells, floor_column,
                          save_figure_atomic)
 
 __all__ = ["collect", "write_csv", "plot", "report_figure", "main", "missing_jobs", "MISSING_JOBS", "UNREADABLE",
@@ -66,7 +66,7 @@ class ReportError(ValueError):
 
 def _redo(metrics_path: Path) -> str:
     """What to do about a job's unreadable metrics.json (the end of a ReportError's sentence)."""
-    sweep = next((p for p in Path(metrics_path).parents if any((p / name).is_file() for name in _SWEEP_FILES)), None)
+    sweep = next((p for p in Path(metrics_path).parents if any((p / name).is_file() for name in SWEEP_FILES)), None)
     where = f"hydra.sweep.dir={sweep}" if sweep is not None else "hydra.sweep.dir=<its sweep folder>"
     return (f"remove that file, then run the sweep's command again with {where} to redo that job, or pass "
             f"--allow-missing to skip it like a missing job and report the other jobs.")
@@ -200,12 +200,11 @@ def _job_paths(root: Path) -> list[Path]:
                   key=lambda p: [(0, int(s), "") if s.isdigit() else (1, 0, s) for s in p.parent.relative_to(root).parts])
 
 
-_SWEEP_FILES = ("jobs.yaml", "multirun.yaml")  # what every -m sweep writes into its folder
 
 
 def _sweep_folders(root: Path) -> list[Path]:
     """The sweep folders at or under root: those holding a jobs.yaml or a multirun.yaml."""
-    found = {p.parent for name in _SWEEP_FILES for p in root.rglob(name) if ".submitit" not in p.relative_to(root).parts}
+    found = {p.parent for name in SWEEP_FILES for p in root.rglob(name) if ".submitit" not in p.relative_to(root).parts}
     return sorted(found)
 
 

@@ -43,11 +43,11 @@ import yaml
 from hydra.core.override_parser.types import Override
 from omegaconf import DictConfig, OmegaConf
 
+from pipeline.io import JOBS_FILE, SWEEP_FILES  # the sweep folder's files (re-exported)
+
 
 log = logging.getLogger(__name__)
 
-#: The sweep's jobs (their override lists, in job-number order), written into the sweep folder before any job.
-JOBS_FILE = "jobs.yaml"
 #: The config groups a point may switch (their overrides are a choice of option, not a value): the game's box
 #: groups (pipeline.game.BOX_GROUPS, not imported here: `import pipeline` stays light) plus logger and model.
 GROUPS = ("prior", "mechanism", "attack", "metric", "bound", "logger", "model")
@@ -245,7 +245,6 @@ def check_sweep_folder(sweep_dir: str | os.PathLike, jobs: Sequence[Sequence[str
 
 
 #: What a sweep writes into its folder before its first job: all a folder holds when the sweep failed before any job.
-SWEEP_FILES = (JOBS_FILE, "multirun.yaml")
 
 
 def first_existing(path: str | os.PathLike) -> Path:
