@@ -69,6 +69,9 @@ __all__ = [
     "trials_stage_config",
     "privacy_of",
     "exceed_fractions",
+    "audit_of",
+    "audit_stage",
+    "audit_warnings",
 ]
 
 log = logging.getLogger(__name__)
@@ -87,7 +90,7 @@ RELEASE_STAGE_VERSION = 1
 ATTACK_STAGE_VERSION = 1
 # The bounds and the floor (pipeline.game.bound_stage_config). Bump when the stage's record changes; a theorem's
 # numbers are versioned by the theorem (stages.bound.box.theorem_versions, in the key).
-BOUND_STAGE_VERSION = 1
+BOUND_STAGE_VERSION = 2  # 2: the floor record holds its mixtures
 # Config keys that say where data files are, not what they hold: the files' hashes replace them in stage keys.
 _DATA_LOCATION_KEYS = ("data_dir",)
 
@@ -526,8 +529,9 @@ def floor_of(boxes: Boxes, confidences: np.ndarray, theorem: Mapping | None, law
     trial for per-trial laws, as the bound; one for the mixture of the trials where the bound is over it)}, "mechanism",
     "meaning"}, the counts that a real mechanism with the game's privacy profile lets a real attack reach, so that no
     valid bound is below them; or {"counts": None, "reason"} where it is not built (success that is not one exact
-    guess, as the bound box's theorem record says, or a law without each target's prior); "mechanism" names the member
-    of the family the game's profile gets (stages.bound.floor.floor_mechanism)."""
+    guess, as the bound box's theorem record says, or a law without each target's prior); "mechanism" names the family
+    the game's profile gets (stages.bound.floor.floor_mechanism), "mixtures" the mixture reaching each count (per trial
+    where the counts are; stages.bound.floor.floor_mixture's record)."""
     if theorem is None or theorem.get("set_valued") is not False:
         return {"counts": None, "reason": "the floor is built for one exact guess per target; this game's success is "
                                           "set-valued (or its bound box does not say)"}
@@ -536,15 +540,143 @@ def floor_of(boxes: Boxes, confidences: np.ndarray, theorem: Mapping | None, law
     if any(d is None for d in dists):
         return {"counts": None, "reason": "the prior gives no per-target distribution (its probability matrix)"}
     if laws is not None and boundary.mixes_trials(boxes.bound):  # the bound is over the mixture of the trials: so is this
-        counts, per_trial = [floor.floor_mixture_counts(profile, dists, confidences)], False
+        found, per_trial = [floor.floor_mixture(profile, dists, confidences, over_trials=True)], False
     else:
-        counts, per_trial = [floor.floor_counts(profile, d, confidences) for d in dists], laws is not None
+        found, per_trial = [floor.floor_mixture(profile, d, confidences) for d in dists], laws is not None
+    counts = [one.counts for one in found]
     by = {confidence_key(c): ([int(one[i]) for one in counts] if per_trial else int(counts[0][i]))
           for i, c in enumerate(confidences)}
+    mixtures = [one.record() for one in found]
     return {"counts": by, "mechanism": floor.floor_mechanism(profile),
-            "meaning": "on a real mechanism with this privacy profile a real attack gets more than count - 1 targets "
-                       "right with probability above 1 - c, so no bound valid at confidence c is below the count: the "
-                       "worst case lies between these counts and the bound"}
+            "mixtures": mixtures if per_trial else mixtures[0],
+            "meaning": "on a real mechanism with this privacy profile (the mixture under 'mixtures', per confidence: "
+                       "a released coin picks a component, applied to every target) a real attack gets at least count "
+                       "targets right with probability above 1 - c, so no bound valid at confidence c is below the "
+                       "count: the worst case lies between these counts and the bound"}
+
+
+#: The audit's stage (pipeline.cache): bump when its record changes (the audits' numbers are versioned by
+#: stages.bound.audit.AUDIT_VERSION, in the key).
+AUDIT_STAGE_VERSION = 2
+#: The game's audit grid: theta_hat to 1% (stages.bound.audit.DEFAULT_RTOL is 0.1%; each halving costs a count bound).
+AUDIT_RTOL = 1e-2
+#: A job warns that its attack refutes the claimed guarantee when more trials refute it than a correct mechanism
+#: gives with this probability (the upper tail of Binomial(trials, 1 - c)).
+AUDIT_ALARM = 1e-3
+
+
+def _audit_setting(boxes: Boxes, law, summary: PlayedTrials, whole: bool) -> dict:
+    """count_bounds' arguments for the one_run box's setting on ``law`` (the a-priori guesses z*, as many per target
+    as the attack makes): p*, and with ``whole`` each target's whole prior where the box reads it."""
+    from stages.bound.box import prior_collision, prior_distributions
+    from stages.bound.one_run import OneRunBound
+
+    metric, k = boxes.metric, summary.k
+    info = OneRunBound().theorem(boxes.mechanism.profile, law, metric, summary)
+    p_star = np.asarray(law.success_probability(law.a_priori_guess(metric, k), metric), dtype=float)
+    set_valued = info["set_valued"]
+    dists = prior_distributions(law) if (whole and info.get("set_size", 1) is not None) else None
+    return {"p": p_star if (set_valued or dists is None) else None, "distributions": dists, "set_valued": set_valued,
+            "collision": prior_collision(law) if set_valued else None,
+            "set_size": info.get("set_size") if (set_valued and dists is not None) else None}
+
+
+def audit_of(boxes: Boxes, played: PlayedGame, confidences: np.ndarray, laws: list | None = None,
+             delta: float | None = None, bounds: Mapping | None = None) -> dict:
+    """What the attack's successes refute (stages.bound.audit, THEORY.md section 12), per attack and confidence.
+
+    - The share of trials whose successes refute the mechanism's own claimed parameter: a trial refutes it at c when
+      its successes exceed the game's own count bound at c (``bounds``, bound_of's record: the bound box's theorem
+      at the claimed parameter, so this is the exceed indicator, computed once); a correct mechanism gives at most
+      1 - c in expectation, and an alarm where the count is beyond chance (AUDIT_ALARM).
+    - The audit of the median trial of the first attack (the lower median of its successes; the audit grows with the
+      count, so this is the median of the trials' audits for a fixed prior), searched with Theorem 1, MMC and Theorem
+      3.1 on the targets' p* (milliseconds a point; Theorems 3 and 4 cost seconds), so it is valid and at most the full
+      minimum's audit, which ``python -m pipeline.audit`` gives for any count.
+    {"reason"} where no family fits the profile."""
+    from stages.bound import audit as audits
+
+    profile = boxes.mechanism.profile
+    claimed = audits.claimed_family(profile, delta)
+    if claimed is None:
+        return {"reason": f"no audited family fits the profile {profile!r}"}
+    fam, theta = claimed
+    trial_laws = laws if laws is not None else [boxes.prior]
+    out = {"family": fam.as_dict(), "claimed": theta, "guarantee": fam.guarantee(), "version": audits.AUDIT_VERSION,
+           "rtol": AUDIT_RTOL,
+           "median_by": "Theorem 1, MMC's count, Theorem 3.1 (the minimum over those that apply) on the targets' p*, "
+                        "for the first attack",
+           "share_by": "the game's own bound at the claimed parameter (its bound box and theorem): the trials that "
+                       "exceed it",
+           "attacks": {}}
+    for a, attack in enumerate(played.attacks):
+        successes = np.asarray(attack.successes)
+        record = {}
+        one = None
+        if a == 0:
+            lower = int(np.sort(successes)[(successes.size - 1) // 2])
+            r = int(np.flatnonzero(successes == lower)[0])
+            per_law = len(trial_laws) > 1
+            median_law = trial_laws[r] if per_law else trial_laws[0]
+            trials = _single_trial(attack.trials, r) if per_law else attack.trials
+            auditor = audits.Auditor(**_audit_setting(boxes, median_law, trials, whole=False), family=fam,
+                                     confidences=confidences, rtol=AUDIT_RTOL)
+        bound = (bounds or {}).get(attack.label) if bounds else None
+        for c in confidences:
+            key = confidence_key(c)
+            entry = {}
+            if a == 0:
+                one = auditor.audit(lower, c, start=theta)
+                entry.update({"median": one.theta, "median_successes": lower, "median_refutes": one.refutes,
+                              "median_count": one.count, "median_theorem": one.theorem, "at_cap": one.at_cap})
+            if bound is not None:
+                counts = bound["per_trial"] if bound.get("per_trial") is not None else bound["bound"]
+                at = np.asarray(counts[key] if key in counts else counts[c])
+                refuting = int(np.sum(successes > at))
+                entry.update({"share_refuting_claim": refuting / successes.size, "trials_refuting_claim": refuting,
+                              "alarm": _refutes_loudly(refuting, successes.size, float(c))})
+            record[key] = entry
+        out["attacks"][attack.label] = record
+    return out
+
+
+def _refutes_loudly(refuting: int, trials: int, confidence: float) -> bool:
+    """More trials refute the claim than a mechanism with the claimed guarantee gives with probability AUDIT_ALARM."""
+    from scipy import stats
+
+    return bool(refuting > 0 and stats.binom.sf(refuting - 1, trials, 1.0 - confidence) < AUDIT_ALARM)
+
+
+def audit_warnings(audit: Mapping | None, label: str) -> list[str]:
+    """One sentence per confidence at which the attack refutes the mechanism's claimed guarantee (audit_of's alarm)."""
+    if not audit or "attacks" not in audit:
+        return []
+    lines = []
+    for c, one in (audit["attacks"].get(label) or {}).items():
+        if one.get("alarm"):
+            lines.append(f"THE ATTACK REFUTES THE CLAIMED GUARANTEE: at confidence {float(c):g}, {one['trials_refuting_claim']} "
+                         f"trials exceed the count bound of {audit['guarantee']} at {audit['family']['parameter']} = "
+                         f"{audit['claimed']:.6g} (share {one['share_refuting_claim']:.3f}, at most {1 - float(c):.3g} "
+                         f"expected): the mechanism's implementation has a bug, or a bound is wrong.")
+    return lines
+
+
+def audit_stage(boxes: Boxes, played: PlayedGame, confidences: np.ndarray, laws: list | None, delta,
+                cache: StageCache | None, bound_config: Mapping | None, bounds: Mapping | None = None) -> dict:
+    """audit_of through the cache's `audit` stage (keyed by the bound stage's key and the audit's versions), or
+    computed now; the same JSON either way."""
+    if cache is None or bound_config is None:
+        return json.loads(json.dumps(plain(audit_of(boxes, played, confidences, laws, delta, bounds))))
+    from stages.bound.audit import AUDIT_VERSION
+
+    config = {"stage": "audit", "version": AUDIT_STAGE_VERSION, "audit": AUDIT_VERSION, "bound": dict(bound_config),
+              "delta": delta}
+
+    def compute(directory: Path) -> None:
+        (directory / "audit.json").write_text(
+            json.dumps(plain(audit_of(boxes, played, confidences, laws, delta, bounds))) + "\n")
+
+    return json.loads((cache.get_or_compute("audit", config, compute) / "audit.json").read_text())
 
 
 def _winning_name(theorem: Mapping, by_confidence: Mapping) -> str:
@@ -693,6 +825,10 @@ def game_metrics(boxes: Boxes, played: PlayedGame, confidences: np.ndarray, *, t
         log.info("not private: %s; no epsilon, no bound", privacy["reason"])
     unusable, warning = unusable_warning(attacks, played.n_targets, int(trials))
     warnings = [warning] if warning else []
+    # what the attack's successes refute (THEORY.md section 12), and a loud line where they refute the claim
+    audit = (audit_stage(boxes, played, confidences, laws, privacy["delta"], cache, bound_config,
+                         bounds["attacks"] if bounds else None) if privacy["private"] else None)
+    warnings += audit_warnings(audit, labels[0])
     for line in warnings:
         log.warning(line)
     prior_successes = played.prior_successes
@@ -722,6 +858,10 @@ def game_metrics(boxes: Boxes, played: PlayedGame, confidences: np.ndarray, *, t
         # The other end of the bracket: counts a real mechanism with the same profile lets a real attack reach
         # ({"counts", "mechanism", "meaning"}, or {"counts": None, "reason"}); None for a non-private run.
         "worst_case_floor": worst_case_floor,
+        # What each attack's successes refute (stages.bound.audit): per confidence the median trial's audit of the
+        # mechanism's own family (mu, eps or the noise multiplier) and the share of trials refuting the claimed
+        # parameter (at most 1 - c for a correct mechanism); None for a non-private run.
+        "audit": audit,
         # confidence -> how often the attack exceeded the bound there (at most 1 - confidence in
         # expectation), against each trial's own bound where the bound is conditional on the release.
         "exceed": main["exceed"],

@@ -15,7 +15,8 @@ import numpy as np
 JOBS_FILE = "jobs.yaml"
 SWEEP_FILES = (JOBS_FILE, "multirun.yaml")
 
-__all__ = ["JOBS_FILE", "SWEEP_FILES", "plain", "write_json_atomic", "save_figure_atomic", "bound_column", "exceed_column", "confidence_of_column"]
+__all__ = ["JOBS_FILE", "SWEEP_FILES", "plain", "write_json_atomic", "save_figure_atomic", "bound_column", "exceed_column", "confidence_of_column",
+           "audit_column", "refute_column", "audit_cells"]
 
 
 # One naming scheme for every CSV (report.csv and every experiment's table; docs/pages/outputs.md):
@@ -43,6 +44,30 @@ def floor_cells(metrics: Mapping[str, Any], confidences, private: bool) -> dict[
     return cells
 
 
+def audit_column(confidence: float) -> str:
+    """'audit_0.95': the CSV column of the median trial's audit at a confidence (the parameter of the mechanism's own
+    family, mu, eps or the noise multiplier, that its successes refute: stages.bound.audit)."""
+    return f"audit_{float(confidence):g}"
+
+
+def refute_column(confidence: float) -> str:
+    """'refute_0.95': the CSV column of the share of trials whose successes refute the mechanism's claimed parameter."""
+    return f"refute_{float(confidence):g}"
+
+
+def audit_cells(metrics: Mapping[str, Any], confidences, private: bool) -> dict[str, Any]:
+    """A job's audit cells for its attack: audit_family (mu, eps or noise_multiplier), audit_claimed (the mechanism's
+    own parameter) and audit_<c> / refute_<c> at each confidence (metrics.json audit); None where not audited."""
+    audit = (metrics.get("audit") or {}) if private else {}
+    mine = (audit.get("attacks") or {}).get(metrics.get("attack_label")) or {}
+    cells = {"audit_family": (audit.get("family") or {}).get("parameter"), "audit_claimed": audit.get("claimed")}
+    for confidence in confidences:
+        one = mine.get(confidence_key(confidence)) or {}
+        cells[audit_column(confidence)] = one.get("median")
+        cells[refute_column(confidence)] = one.get("share_refuting_claim")
+    return cells
+
+
 def exceed_column(confidence: float) -> str:
     """'exceed_0.95': the CSV column of the fraction of trials in which the attack exceeded bound_<c>."""
     return f"exceed_{float(confidence):g}"
@@ -56,7 +81,7 @@ def confidence_key(confidence: float) -> str:
 
 def confidence_of_column(column: str) -> float | None:
     """0.95 for 'bound_0.95', 'exceed_0.95' or 'floor_0.95'; None for any other column (bound_theorem, ...)."""
-    for prefix in ("bound_", "exceed_", "floor_"):
+    for prefix in ("bound_", "exceed_", "floor_", "audit_", "refute_"):
         if column.startswith(prefix):
             try:
                 return float(column[len(prefix):])

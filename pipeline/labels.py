@@ -1,11 +1,14 @@
 """What a job's record says, in words: the baseline, the theorem behind the bound, the privacy guarantee and the
 game, for the log lines and every figure's title and legend. Each reads metrics.json's dict (the game's record),
 never the boxes. Theorem names are long; tables and panel titles show their short ids (`theorem_id`,
-`short_theorem`) with a line that expands them (`theorem_legend`)."""
+`short_theorem`, read from the theorem registry, stages.bound.registry) with a line that expands them
+(`theorem_legend`)."""
 from __future__ import annotations
 
 import re
 from typing import Iterable, Mapping
+
+from stages.bound import registry
 
 __all__ = ["BOUND_READING", "baseline_label", "bound_label", "game_label", "mechanism_label", "prior_label",
            "privacy_label", "theorem_name", "theorem_parts", "theorem_id", "short_theorem", "theorem_legend"]
@@ -18,11 +21,8 @@ BOUND_READING = ('"bound @ c": with probability >= c at most this many targets a
 #: 'min of A (at 0.05, 0.5), B (at 0.95)'.
 _MIN_OF = "min of "
 _AT = re.compile(r"(.+?) \(at [0-9.eE+\-, ]+\)(?:, |$)")
-#: (pattern, id) of the theorems the bound boxes name; the first that matches gives the id.
-_IDS = ((re.compile(r"THEORY\.md Thm (\d+)"), "T{}"), (re.compile(r"ICML 2025 Thm 3\.2"), "MMC"),
-        (re.compile(r"^Theorem (3\.\d)"), "P{}"), (re.compile(r"^comparator (\S+)"), "{}"))
-#: What a suffix of a theorem's name adds to its id.
-_SUFFIXES = ((", set-valued weights", "-sv"), ("averaged over the trials", "-avg"))
+#: The comparator box's names ('comparator kgk', stages.bound.comparator): the comparator is its id.
+_COMPARATOR = "comparator "
 
 
 def baseline_label(metrics: Mapping) -> str:
@@ -50,14 +50,14 @@ def theorem_parts(record: str) -> list[str]:
 
 
 def theorem_id(name: str) -> str:
-    """A theorem's short id: 'T4' for 'whole-prior one-run count (THEORY.md Thm 4)', 'MMC' for MMC's count, 'P3.1'
-    for the paper's Theorem 3.1, 'kgk' for 'comparator kgk'; '-sv' / '-avg' for the set-valued weights / the
-    average over the trials; a name it does not know is its own id."""
-    for pattern, template in _IDS:
-        found = pattern.search(name)
-        if found:
-            short = template.format(*found.groups())
-            return short + "".join(suffix for words, suffix in _SUFFIXES if words in name)
+    """A theorem's short id, from the registry (``registry.REGISTRY.label_id``): 'T4' for 'whole-prior one-run count
+    (THEORY.md Thm 4)', 'MMC' for MMC's count, 'P3.1' for the paper's Theorem 3.1; '-sv' / '-avg' for the set-valued
+    weights / the average over the trials; 'kgk' for 'comparator kgk'; a name it does not know is its own id."""
+    short = registry.REGISTRY.label_id(name)
+    if short is not None:
+        return short
+    if name.startswith(_COMPARATOR) and name[len(_COMPARATOR):].strip():
+        return name[len(_COMPARATOR):].split()[0] + registry.variant_codes(name)
     return name
 
 

@@ -22,7 +22,7 @@ from omegaconf.errors import InterpolationKeyError, OmegaConfBaseException
 from pipeline import CONF_DIR
 from stages.resources import available_memory  # one answer for the pipeline and the mechanisms
 
-__all__ = ["check_config", "check_compatible", "check_data", "data_needs",
+__all__ = ["check_config", "check_compatible", "check_data", "check_top_level", "data_needs", "top_level_keys",
            "check_profile", "estimate_job", "available_memory"]
 
 log = logging.getLogger("pipeline.game")
@@ -62,6 +62,38 @@ def _option(target: str) -> str:
     return target.split(".")[-2] if target.count(".") >= 2 else target
 
 
+def top_level_keys() -> frozenset[str]:
+    """Every top-level key a game's config can hold: conf/config.yaml's keys and option groups (its defaults list), and
+    the keys an experiment adds (conf/experiment/*.yaml). Read from the files, so a new key needs no edit here."""
+    keys = {"hydra"}
+    conf = Path(CONF_DIR)
+    for path in [conf / "config.yaml", *sorted((conf / "experiment").glob("*.yaml"))]:
+        node = OmegaConf.load(path)
+        keys.update(str(k) for k in node.keys() if k != "defaults")
+        for entry in node.get("defaults", []) or []:
+            if OmegaConf.is_dict(entry) or isinstance(entry, dict):
+                for group in entry:
+                    name = str(group).split(" ")[-1].split("@")[0].lstrip("/")
+                    if not name.startswith(("hydra", "override")) and "/" not in name:
+                        keys.add(name)
+    return frozenset(keys)
+
+
+def check_top_level(cfg: DictConfig) -> None:
+    """Refuse a top-level key that nothing reads (`+trialz=3` appends a new key: Hydra accepts it, and the game would
+    run with trials unchanged), in one sentence naming the key, the nearest known key and the fix."""
+    import difflib
+
+    known = top_level_keys()
+    for key in (str(k) for k in cfg.keys()):
+        if key in known:
+            continue
+        near = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+        advice = f"did you mean {near[0]}?" if near else "check its spelling (`python -m pipeline --cfg job` prints every key)"
+        raise _config_error(f"{key} is not a setting of the config (the top level has {', '.join(sorted(known - {'hydra'}))}), "
+                            f"so nothing would read it; {advice}")
+
+
 def check_compatible(cfg: DictConfig) -> None:
     """Refuse, from the box classes alone (stages.protocols), a prior / mechanism / attack that cannot play
     together, in one sentence naming the pair: a mechanism or an attack that needs another kind of record
@@ -91,7 +123,9 @@ def check_compatible(cfg: DictConfig) -> None:
 
 
 def check_config(cfg: DictConfig) -> None:
-    """Refuse, before any box is built, boxes that cannot play together and a config that does not resolve."""
+    """Refuse, before any box is built, a top-level key nothing reads, boxes that cannot play together and a config
+    that does not resolve."""
+    check_top_level(cfg)
     check_compatible(cfg)
     try:
         OmegaConf.to_container(cfg, resolve=True)

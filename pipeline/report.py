@@ -33,7 +33,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from pipeline.io import (SWEEP_FILES, bound_column, confidence_key, confidence_of_column, exceed_column, floor_cells, floor_column,
+from pipeline.io import (SWEEP_FILES, audit_cells, bound_column, confidence_key, confidence_of_column, exceed_column, floor_cells, floor_column,
                          save_figure_atomic)
 
 __all__ = ["collect", "write_csv", "plot", "report_figure", "main", "missing_jobs", "MISSING_JOBS", "UNREADABLE",
@@ -51,7 +51,7 @@ UNREADABLE = 2
 #: overrides (the boxes' options prior, mechanism, attack, metric, bound and trials included): the configuration.
 RESULT_COLUMNS = frozenset({
     "job", "private", "epsilon", "epsilon_at_delta", "delta", "n_targets", "k", "comparator", "attack_success_mean",
-    "prior_success_mean", "bound_theorem", "bound_summary", "attack_label", "variants"})
+    "prior_success_mean", "bound_theorem", "bound_summary", "attack_label", "variants", "audit_family", "audit_claimed"})
 
 
 class ReportError(ValueError):
@@ -182,6 +182,9 @@ def _row(metrics_path: Path, root: Path, metrics: dict[str, Any]) -> dict[str, A
     # The worst case's lower end (a real mechanism's count, THEORY.md section 11; a mean over trials for a per-trial
     # law), empty where it is not built (metrics.json worst_case_floor.reason says why) or the run is not private.
     row.update(floor_cells(metrics, confidences, private))
+    # What the attack's successes refute (metrics.json audit): the median trial's audit and the share of trials
+    # refuting the mechanism's own claimed parameter, per confidence.
+    row.update(audit_cells(metrics, confidences, private))
     # Every variant the game scored on the same releases (metrics.json "attacks"): its success and exceedance.
     attacks = metrics.get("attacks") or {}
     row["attack_label"] = metrics.get("attack_label", "")

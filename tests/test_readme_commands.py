@@ -153,7 +153,7 @@ def test_every_readme_shell_block_is_collected():
     # the README's own: the two commands of a fresh machine and the test command
     readme = [code for _, code, _ in readme_commands(README)]
     assert "bash .ci/setup && .venv/bin/python -m pipeline" in readme and "bash .ci/run" in readme
-    assert ".venv/bin/python -m pytest -q" in readme
+    assert ".venv/bin/python -m pytest -q -n auto" in readme and ".venv/bin/python -m pytest -q -m slow -n auto" in readme
 
 
 @pytest.mark.slow

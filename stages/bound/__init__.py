@@ -17,7 +17,8 @@ Any accountant's guarantee becomes a profile (``accountants``): ``from_dp_event`
 (an opacus accountant's history).
 
 The submodules (``profiles``, ``accountants``, ``tails``, ``theorems``, ``prior_work``, ``best``, ``floor``) hold the same
-objects; the bound boxes of the pipeline (``one_run``, ``pure_dp``, ``expected``, ``comparator``, and
+objects; ``registry`` holds every theorem as one object (its name, numbers, ``applies`` and operations) and the minimum
+over those that apply; the bound boxes of the pipeline (``one_run``, ``pure_dp``, ``expected``, ``comparator``, and
 their shared ``box``) are not re-exported, they are imported by path.
 """
 from ._validate import ArgumentError

@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize, special
 
-from . import _validate, prior_work, theorems
-from .whole_prior import Distributions
+from . import _validate, prior_work, registry, theorems
+from .priors import Distributions
 
 __all__ = ["BestBound", "best_bound", "SOURCES", "COMPARATORS", "Comparator", "Setting", "kgk_markov_count",
            "markov_count", "uniform_k", "STEINKE_COUNT_REASON", "RDP_ORDERS"]
@@ -149,10 +149,6 @@ class Setting:
     kind: str = "probability"  # or "count"
 
 
-_MMC_MEMBERSHIP = (
-    "in a membership game only MMC's k = 2 game applies (p = 1/2); its k > 2 game draws each canary from k "
-    "candidates, a reconstruction game: pass game='reconstruction'"
-)
 #: Why a comparator scoring one exact guess among candidates does not apply to set-valued success.
 _EXACT_GUESS_ONLY = "its game scores one exact guess among candidates; success here is a set of values (set_valued=True)"
 #: Why Steinke et al.'s one-run count is not reported (THEORY.md, section 5).
@@ -265,14 +261,8 @@ class _MMC(Comparator):
     one_exact_guess = True
 
     def _applies(self, profile, p, setting):
-        k = uniform_k(p)
-        if k is None:
-            if setting.kind == "probability":
-                return f"applies only to uniform priors p = 1/k (k >= 2 candidates), got p = {float(p[0])!r}"
-            return "applies only to uniform priors: every p_i must be 1/k for one k >= 2 (or 0, an abstention)"
-        if setting.game == "membership" and k != 2:
-            return _MMC_MEMBERSHIP + (f", got p = {float(p[0])!r}" if setting.kind == "probability" else "")
-        return None
+        # the theorems' own test (registry.MMC), without their limit on the guessed targets
+        return registry.mmc_applies(p, game=setting.game, kind=setting.kind)
 
     def per_target(self, profile, p):
         return np.array([prior_work.mmc_bound(profile, float(q)) for q in np.atleast_1d(p)])

@@ -22,12 +22,12 @@ from stages.bound.theorems import Priors
 
 __all__ = ["PlayedTrials", "TrialLaws", "played_trials", "group_prior_success", "guesses_per_trial", "guesses_per_target", "as_confidences",
            "count_dict", "set_valued_success", "success_set_size", "prior_collision", "prior_distributions", "distributions_of",
-           "bound_theorem", "BOX_CODE_VERSION", "theorem_versions"]
+           "bound_theorem", "record_candidates", "BOX_CODE_VERSION", "theorem_versions"]
 
 #: The version of the bound numbers that have no version of their own: Theorem 3.1 (pure eps-DP), MMC, the comparators
 #: (stages.bound.prior_work), the floor (stages.bound.floor) and the boxes' own code. Bump it when any of them gives
 #: another number for the same inputs, so bounds cached by the pipeline's `bound` stage are not reused.
-BOX_CODE_VERSION = 1
+BOX_CODE_VERSION = 2  # 2: the floor is the certified mixture (stages.bound.floor_mixture, issue 41)
 
 
 @dataclass(frozen=True)
@@ -216,7 +216,7 @@ def prior_collision(prior) -> np.ndarray | None:
 
 
 def prior_distributions(prior):
-    """Each target's whole prior (stages.bound.whole_prior.Distributions) from the prior's probability matrix
+    """Each target's whole prior (stages.bound.priors.Distributions) from the prior's probability matrix
     (n, domain), or None when the prior has none (the theorems then see p_i = max pi_i only). For TrialLaws, one per
     trial (a list), or None when a trial's law has none."""
     if isinstance(prior, TrialLaws):
@@ -233,7 +233,7 @@ def distributions_of(probabilities):
     arr = np.asarray(probabilities, dtype=float)
     if arr.ndim != 2 or arr.shape[0] == 0:
         return None
-    from stages.bound.whole_prior import Distributions
+    from stages.bound.priors import Distributions
 
     return Distributions.of(arr / arr.sum(axis=1, keepdims=True), name="prior.probabilities")
 
@@ -249,6 +249,7 @@ def bound_theorem(profile, metric, k: int, domain_size: int | None, default: str
     one-run theorem, which exact DP mechanisms beat.
     """
     from stages.bound.profiles import for_game
+    from stages.bound.registry import SET_VALUED_WEIGHTS
     from stages.bound.theorems import SPLIT_THEOREM_VERSION, pure_epsilon_of
 
     set_valued = set_valued_success(metric, k, domain_size)
@@ -258,7 +259,7 @@ def bound_theorem(profile, metric, k: int, domain_size: int | None, default: str
         reason = ("the mechanism is eps-DP: Theorem 3.1 at its eps holds for every success metric"
                   + (" (success is set-valued here)" if set_valued else ""))
     elif set_valued:
-        name = f"{name}, set-valued weights"
+        name = f"{name}{SET_VALUED_WEIGHTS}"
         reason = (f"success is set-valued (k = {int(k)} guesses, metric {getattr(metric, 'name', metric)!s}): delta(eps) "
                   "weighted by (1 - c_i) / (e^eps p_i + 1 - p_i), c_i the prior's collision probability")
     else:
@@ -266,13 +267,30 @@ def bound_theorem(profile, metric, k: int, domain_size: int | None, default: str
     return {"theorem": name, "set_valued": set_valued, "reason": reason, "version": SPLIT_THEOREM_VERSION}
 
 
-def theorem_versions() -> dict[str, int]:
-    """The version of every theorem a bound box may use, and BOX_CODE_VERSION for the numbers without one: part of
-    the key of the pipeline's `bound` stage (pipeline.game.bound_stage_config), so a new version of any of them
-    computes its bounds afresh. Read when called, so the key follows each module's constant."""
-    from stages.bound import designated_run, prior_run, theorems, whole_prior
+def record_candidates(out: dict, theorems: list, name, groups: int) -> dict:
+    """A box's theorem record ``out`` with the theorems that may join its minimum (``registry.Registry.candidates``):
+    ``candidates`` (their names in the record, ``name(theorem)``; left out when the box's own theorem is the only
+    one), the version of each beside the record's own ``version`` (``<version_key>_version``; the split theorem's
+    is that one) and, with Theorem 4 among them, its ``prior_run_groups``."""
+    from stages.bound import registry
 
-    return {"split": theorems.SPLIT_THEOREM_VERSION, "default": theorems.DEFAULT_BOUND_VERSION,
-            "expected": theorems.EXPECTED_BOUND_VERSION, "whole_prior": whole_prior.WHOLE_PRIOR_VERSION,
-            "prior_run": prior_run.PRIOR_RUN_VERSION, "designated_run": designated_run.DESIGNATED_RUN_VERSION,
+    if len(theorems) < 2:
+        return out
+    out["candidates"] = [name(t) for t in theorems]
+    for t in theorems:
+        if t.version_key is not None and t is not registry.SPLIT:
+            out[f"{t.version_key}_version"] = t.version
+    if registry.PRIOR_RUN in theorems:
+        out["prior_run_groups"] = groups
+    return out
+
+
+def theorem_versions() -> dict[str, int]:
+    """The version of every theorem a bound box may use (the registry's, by ``version_key``), of the boxes' minima
+    and BOX_CODE_VERSION for the numbers without one: part of the key of the pipeline's `bound` stage
+    (pipeline.game.bound_stage_config), so a new version of any of them computes its bounds afresh."""
+    from stages.bound import registry, theorems
+
+    out = {t.version_key: t.version for t in registry.REGISTRY if t.version_key is not None}
+    return {**out, "default": theorems.DEFAULT_BOUND_VERSION, "expected": theorems.EXPECTED_BOUND_VERSION,
             "boxes": BOX_CODE_VERSION}

@@ -12,18 +12,21 @@ trials (stages.bound.theorems.expected_count_bounds; THEORY.md sections 8 and 9,
 """
 from __future__ import annotations
 
+from stages.bound import registry
 from stages.bound.box import (TrialLaws, as_confidences, bound_theorem, count_dict, guesses_per_target, played_trials,
-                              prior_distributions, success_set_size)
-from stages.bound.designated_run import DESIGNATED_RUN_THEOREM, DESIGNATED_RUN_VERSION, check_designated
-from stages.bound.prior_run import MAX_GROUPS, PRIOR_RUN_THEOREM, PRIOR_RUN_VERSION, check_groups
-from stages.bound.theorems import (EXPECTED_BOUND_VERSION, EXPECTED_PRIOR_RUN_THEOREM, EXPECTED_THEOREM,
-                                   EXPECTED_WHOLE_PRIOR_THEOREM, MMC_THEOREM, SPLIT_THEOREM, expected_count_bounds, winner)
-from stages.bound.whole_prior import WHOLE_PRIOR_THEOREM, WHOLE_PRIOR_VERSION
+                              prior_distributions, record_candidates, success_set_size)
+from stages.bound.designated_run import check_designated
+from stages.bound.prior_run import MAX_GROUPS, check_groups
+from stages.bound.profiles import for_game, pure_epsilon_of
+from stages.bound.theorems import EXPECTED_BOUND_VERSION, expected_count_bounds, winner
 
 __all__ = ["ExpectedBound"]
 
-THEOREM = EXPECTED_THEOREM
-PURE_THEOREM = "Theorem 3.1 at the profile's eps (eps-DP), averaged over the trials"
+#: The theorem's name in every output (an eps-DP profile: Theorem 3.1 averaged over the trials).
+THEOREM = registry.EXPECTED.name
+PURE_THEOREM = f"{registry.PURE.name}{registry.AVERAGED}"
+#: The names of the theorems of one release in the record: with the guesses they read (the shared prior's z*).
+_Z_STAR = {t.name: f"{t.name}{registry.Z_STAR}" for t in (registry.SPLIT, registry.PURE)}
 
 
 class ExpectedBound:
@@ -63,8 +66,7 @@ class ExpectedBound:
         counts, by = expected_count_bounds(profile, p_runs, levels, distributions=dists, set_valued=set_valued,
                                            set_size=size if (set_valued and dists is not None) else None,
                                            designated=self.designated, groups=self.groups)
-        own = {EXPECTED_THEOREM: info["theorem"], SPLIT_THEOREM: f"{SPLIT_THEOREM}, a-priori guesses z*"}
-        names = {name: own.get(name, name) for name in by}
+        names = {name: _record_name(name, info) for name in by}
         return count_dict(levels, counts), {float(c): names[w] for c, w in zip(levels, winner(by))}
 
     def theorem(self, profile, prior, metric, trials) -> dict:
@@ -73,25 +75,32 @@ class ExpectedBound:
         first = prior.first if isinstance(prior, TrialLaws) else prior
         out = bound_theorem(profile, metric, guesses_per_target(trials), getattr(first, "domain_size", None),
                             THEOREM, PURE_THEOREM)
-        if out["set_valued"] and "eps-DP" not in out["reason"]:
+        profile = for_game(profile, "reconstruction")
+        set_valued = out["set_valued"]
+        if set_valued and pure_epsilon_of(profile) is None:
             out["reason"] = "success is set-valued: each target's extra-success budget is still <= delta(eps)"
-        if out["set_valued"]:
+        if set_valued:
             # Theorem 3 with success sets of at most set_size values (Lemma 4'), shared or averaged over the trials
             out["set_size"] = success_set_size(metric, guesses_per_target(trials), getattr(first, "domain_size", None))
-            if out["set_size"] is not None:
-                out["candidates"] = [out["theorem"], WHOLE_PRIOR_THEOREM, EXPECTED_WHOLE_PRIOR_THEOREM]
-                out["whole_prior_version"] = WHOLE_PRIOR_VERSION
         else:
             out["version"] = EXPECTED_BOUND_VERSION
-            out["candidates"] = [out["theorem"], f"{SPLIT_THEOREM}, a-priori guesses z*", WHOLE_PRIOR_THEOREM,
-                                 EXPECTED_WHOLE_PRIOR_THEOREM, MMC_THEOREM, PRIOR_RUN_THEOREM, EXPECTED_PRIOR_RUN_THEOREM]
-            out["whole_prior_version"] = WHOLE_PRIOR_VERSION
-            out["prior_run_version"] = PRIOR_RUN_VERSION
-            out["prior_run_groups"] = self.groups
-            if self.designated and not isinstance(prior, TrialLaws):
-                out["candidates"].append(DESIGNATED_RUN_THEOREM)  # one shared prior: it bounds every trial
-                out["designated_run_version"] = DESIGNATED_RUN_VERSION
-        return out
+        size = out["set_size"] if set_valued else 1
+        known = registry.ANY if size is not None else None
+        # the theorems that may join: one prior shared by every trial (a fixed prior, or trials' laws that are all
+        # equal) brings the theorems of one release (its a-priori guesses for one exact guess), laws per trial the
+        # corollaries over the trials
+        prospect = registry.Setting(profile, p=None if set_valued else known, distributions=known,
+                                    set_valued=set_valued, set_size=size, runs=registry.ANY,
+                                    per_run=known if isinstance(prior, TrialLaws) else None,
+                                    designated=self.designated, groups=self.groups)
+        return record_candidates(out, registry.REGISTRY.candidates(prospect), lambda t: _record_name(t.name, out),
+                                 self.groups)
 
     def params(self) -> dict:
         return {"bound": self.name, "designated": self.designated, "groups": self.groups}
+
+
+def _record_name(name: str, info: dict) -> str:
+    """A theorem's name in the box's record: Theorem 2 as ``theorem`` names it, the theorems of one release with the
+    a-priori guesses they read, the others as they are."""
+    return info["theorem"] if name == registry.EXPECTED.name else _Z_STAR.get(name, name)

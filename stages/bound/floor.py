@@ -1,28 +1,23 @@
-"""The other end of the bracket: counts that a real mechanism with the profile lets a real attack reach.
+"""The other end of the bracket: counts that a real mechanism with the privacy profile lets a real attack reach.
 
 Every bound in this package is an upper bound on the worst case over all mechanisms with a privacy profile. This
 module computes a lower bound on that same worst case: a concrete mechanism that satisfies the profile, an attack on
 it, and the exact law of the attack's count. The worst case lies between the two, so a researcher sees how much of a
 bound is the theorem's slack and how much is the mechanism's reach (THEORY.md section 11).
 
-The mechanism is a product of one mechanism per target, each reading only that target's secret, so replace-one
-neighbours differ in one component and the product has that component's trade-off. Each component sends the
-target's value through a class map: the m likeliest values are classes of their own, and every other value joins one
-class "rest". It then releases the class through:
-- mu-GDP (any profile that is exactly mu-GDP: ``gdp_mu()``): the Gaussian simplex mechanism, c_class + N(0, I), with
-  any two vertices at distance mu (exactly mu-GDP);
-- (eps, delta)-DP (delta >= 0): the class outright with probability delta, else (m + 1)-ary randomized response at
-  eps ((eps, delta)-DP; for two classes its trade-off is f_{eps, delta} exactly);
-- every profile, the only member for any other one (DP-SGD's privacy-loss distribution, a delta table or curve, group
-  privacy): (m + 1)-ary randomized response at the largest eps0 whose hockey-stick curve lies below the profile's
-  delta(eps) at every eps >= 0, certified on a grid (``rr_epsilon``). Beside the Gaussian simplex it is what reaches the
-  one-target worst case on uniform priors under mu-GDP; each target takes the member its attack does best on.
-The attack guesses the value of largest posterior: a class's own value, or the likeliest value of "rest". m runs over
-1 .. min(k - 1, ``MAX_CLASSES`` - 1); the best m is kept per target. On two-valued priors m = 1 is the exact
-one-target worst case (the trade-off's Bayes success), so at n = 1 the bracket closes there.
+The mechanism (``floor_mixture``, Lemma 7) draws and releases a coin j with probability w_j, then applies component j
+to every target independently: a product of per-target class mechanisms (the m likeliest values are classes of their
+own, every other value joins "rest"), each releasing the class through randomized response at eps0, randomized
+response revealing the class with probability d, or the Gaussian simplex at mu' (mu-GDP), or releasing every secret or
+nothing. The coin correlates the targets, so the count's upper quantiles spread as the theorems allow. The weights are
+a linear program per count, certified below the profile's delta(eps) between grid points. The attack reads the coin
+and guesses each target's value of largest posterior.
 
-The count at confidence c is the smallest k with Pr[N >= k + 1] <= 1 - c under the Poisson-binomial law of the
-targets' successes: any bound at confidence c that holds for every mechanism with the profile is at least it.
+This module holds the single product mechanisms (``floor_success``, ``floor_successes``: per target the best member,
+Lemma 6; ``rr_epsilon``) and the public entry points; ``floor_mixture.py`` the mixture and its program.
+
+The count at confidence c is the largest v with Pr[N >= v] > 1 - c (certified, computed on the low side): any bound
+at confidence c that holds for every mechanism with the profile is at least it.
 """
 from __future__ import annotations
 
@@ -38,16 +33,17 @@ from . import _validate, tails
 from .profiles import DPSGD, ApproxDP, PrivacyLossProfile, PrivacyProfile, for_game
 from .whole_prior import _EXACT_TOP, Distributions
 
-__all__ = ["FLOOR_MECHANISM", "counts_at", "floor_counts", "floor_mechanism", "floor_mixture_counts", "floor_success",
+__all__ = ["FLOOR_MECHANISM", "counts_at", "floor_counts", "floor_mechanism", "floor_mixture", "floor_mixture_counts", "floor_success",
            "floor_successes", "low_tail", "rr_epsilon"]
 
-#: The family of mechanisms and the attack (``floor_mechanism`` names the member a profile gets).
-FLOOR_MECHANISM = ("a product of per-target class mechanisms (Gaussian simplex for mu-GDP, randomized response revealing "
-                   "the class with probability delta for (eps, delta)-DP, and for every profile randomized response "
-                   "certified below its delta(eps) as computed, which for an accountant's profile (DP-SGD, a DpEvent) "
-                   "is the accountant's pessimistic curve, not the mechanism's exact one; the best per target) with "
-                   "the MAP attack (THEORY.md section 11)")
-#: At most this many classes per target (the m likeliest values and "rest").
+#: The family of mechanisms and the attack (``floor_mechanism`` names the members a profile gets).
+FLOOR_MECHANISM = ("the best certified mixture (a released coin) of product mechanisms, each a per-target class "
+                   "mechanism (randomized response, randomized response revealing the class, the Gaussian simplex for "
+                   "mu-GDP, the release of every secret or of nothing), its weights a linear program certified below the "
+                   "profile's delta(eps) as computed (for an accountant's profile, DP-SGD or a DpEvent, the "
+                   "accountant's pessimistic curve, an upper bound on the mechanism's exact one, not the mechanism's exact one), with the MAP attack given the coin (THEORY.md section 11)")
+#: At most this many classes per target in the Gaussian simplex (the m likeliest values and "rest"; randomized
+#: response reads every value, floor_mixture.MAX_VALUES).
 MAX_CLASSES = 16
 assert MAX_CLASSES <= _EXACT_TOP  # the values read are a rounded prior's exact head
 #: Slack subtracted from every numerical success (beyond quad's own error estimate) and from every tail, so that
@@ -143,22 +139,22 @@ def rr_epsilon(profile: PrivacyProfile, classes: int = 2) -> float:
 
 
 def floor_mechanism(profile: PrivacyProfile) -> str:
-    """The member of the family (``FLOOR_MECHANISM``) that ``profile`` gets, with its parameters, for every output."""
+    """The family (``FLOOR_MECHANISM``) that ``profile`` gets, with its parameters, for every output; the mixture a
+    game's floor uses (weights and parameters per confidence) is ``floor_mixture``'s record."""
     mem = _members(profile)
-    rr = (f"(m + 1)-ary randomized response at eps0 = {_rr_epsilon(mem.low, 1):.4g} for two classes up to "
-          f"{_rr_epsilon(mem.low, MAX_CLASSES - 1):.4g} for {MAX_CLASSES} (the largest whose hockey-stick curve is "
+    rr = (f"randomized response over the m likeliest values and rest (every value read) at eps0 on a grid up to 20 "
+          f"(alone: eps0 = {_rr_epsilon(mem.low, 1):.4g} for two classes, the largest whose hockey-stick curve is "
           f"certified below {mem.profile!r}'s delta(eps){_PESSIMISTIC if _pessimistic(mem.profile) else ''}"
           f"{_ASSUMED_MONOTONE if _function_given(mem.profile) else ''})")
     if mem.mu is not None:
-        what = (f"Gaussian simplex mechanisms with edge mu = {mem.mu:.6g} (exactly the profile's mu-GDP) or {rr}, "
-                "per target whichever the attack does better on")
-    elif mem.approx is not None:
-        what = (f"(m + 1)-ary randomized response at eps = {mem.approx[0]:.6g} revealing the class with probability "
-                f"delta = {mem.approx[1]:.3g} (exactly (eps, delta)-DP) or {rr}, per target whichever the attack does "
-                "better on")
+        what = f"{rr}, and Gaussian simplex mechanisms with edge mu' <= mu = {mem.mu:.6g} (exactly mu-GDP at mu' = mu)"
+    elif mem.approx is not None and mem.approx[1] > 0:
+        what = (f"{rr}, randomized response revealing the class with probability delta = {mem.approx[1]:.3g} (at eps = "
+                f"{mem.approx[0]:.6g} exactly (eps, delta)-DP), and the release of every secret (weight at most delta)")
     else:
         what = rr
-    return f"a product of per-target {what}, with the MAP attack (THEORY.md section 11)"
+    return (f"a certified mixture, by a released coin, of products of per-target {what}, or nothing; with the MAP "
+            "attack given the coin (THEORY.md section 11)")
 
 
 #: What a label adds for a profile read off an accountant (``_pessimistic``).
@@ -276,29 +272,41 @@ def floor_successes(profile: PrivacyProfile, distributions) -> tuple[np.ndarray,
 
 def _successes(profile: PrivacyProfile, dists: Distributions) -> tuple[np.ndarray, np.ndarray]:
     """``floor_successes`` of priors already checked by ``_true_priors``."""
-    mem = _members(profile)
+    succ, best_m, _, _ = _product(_members(profile), dists.shapes)
+    return succ, best_m
+
+
+def _product(mem: _Members, shapes) -> tuple[np.ndarray, np.ndarray, list, np.ndarray]:
+    """Per prior shape: the best member's success, its m, the member ((kind, params) as floor_mixture names them;
+    ("nothing", {}) for the prior-only guess) and the Gaussian simplex's own success at mu (nan without one)."""
     rr_eps = {}  # randomized response's certified eps0 per number of classes
-    succ, best_m = np.zeros(len(dists.shapes)), np.zeros(len(dists.shapes), dtype=np.int64)
-    for g, shape in enumerate(dists.shapes):
+    succ, best_m = np.zeros(len(shapes)), np.zeros(len(shapes), dtype=np.int64)
+    members, simplex = [], np.full(len(shapes), np.nan)
+    for g, shape in enumerate(shapes):
         top = _top_values(shape, MAX_CLASSES)
-        best, arg = float(shape.p), 0
+        best, arg, member = float(shape.p), 0, ("nothing", {})
         if mem.mu is not None:
             mu = mem.mu
             if mu > 0 and top.size > 1:
                 m = 1 + int(np.argmax(_simplex_estimates(mu, top)))
                 val = _gaussian_simplex(mu, top[: m + 1])  # the value kept: quad, its error subtracted
+                simplex[g] = max(val, float(shape.p))
                 if val > best:
-                    best, arg = val, m
+                    best, arg, member = val, m, ("gaussian_simplex", {"mu": mu})
         for m in range(1, top.size):  # every profile: randomized response certified below it (and (eps, delta)'s own)
             if m not in rr_eps:
                 rr_eps[m] = _rr_epsilon(mem.low, m)
-            vals = [_randomized_response(rr_eps[m], 0.0, top[: m + 1])]
+            val = _randomized_response(rr_eps[m], 0.0, top[: m + 1])
+            if val > best:
+                best, arg, member = val, m, ("randomized_response", {"eps0": rr_eps[m]})
             if mem.approx is not None:
-                vals.append(_randomized_response(*mem.approx, top[: m + 1]))
-            if max(vals) > best:
-                best, arg = max(vals), m
+                val = _randomized_response(*mem.approx, top[: m + 1])
+                if val > best:
+                    best, arg, member = val, m, ("revealing_randomized_response", {"eps0": mem.approx[0],
+                                                                                   "d": mem.approx[1]})
         succ[g], best_m[g] = min(best, 1.0), arg
-    return succ, best_m
+        members.append(member)
+    return succ, best_m, members, simplex
 
 
 def _true_priors(distributions) -> Distributions:
@@ -337,26 +345,27 @@ def _confidences(confidences) -> np.ndarray:
                             fix="for one confidence c pass [c]")
 
 
-def _floor_tail(profile: PrivacyProfile, distributions) -> np.ndarray:
-    dists = _true_priors(distributions)
-    return low_tail(_successes(profile, dists)[0], dists.counts)
+def floor_mixture(profile: PrivacyProfile, distributions, confidences, *, over_trials: bool = False):
+    """The floor with the mechanism that reaches it (``floor_mixture.MixtureFloor``): for each confidence c the count,
+    the certified Pr[N >= count] (> 1 - c) and the mixture (each component's kind, parameters, classes, weight,
+    one-target successes and own count). ``.record()`` is what metrics.json's worst_case_floor holds. With
+    ``over_trials``, ``distributions`` is one per trial and the law is their mixture's (``floor_mixture_counts``)."""
+    from .floor_mixture import mixture_floor
+
+    _confidences(confidences)  # refused before any work
+    return mixture_floor(profile, list(distributions) if over_trials else [distributions], confidences)
 
 
 def floor_counts(profile: PrivacyProfile, distributions, confidences) -> list[int]:
-    """For each confidence c, the smallest k with Pr[N >= k + 1] <= 1 - c for N the count of right guesses of the
-    module's attack on its mechanism (a real mechanism with ``profile``): a lower bound on every valid count bound at
-    c. The law is computed on the low side (the convolution's trimmed mass and _SLACK off every tail)."""
-    _confidences(confidences)  # refused before any work
-    return counts_at(_floor_tail(profile, distributions), confidences)
+    """For each confidence c, the largest v at which a real mechanism with ``profile`` lets the MAP attack get at
+    least v targets right with probability above 1 - c (the best certified mixture of product mechanisms, THEORY.md
+    section 11): no count bound valid at c is below it. The law is computed on the low side."""
+    return floor_mixture(profile, distributions, confidences).counts
 
 
 def floor_mixture_counts(profile: PrivacyProfile, runs, confidences) -> list[int]:
     """``floor_counts`` for the mixture of R trials, each with its own targets' priors (``runs``: one
-    ``distributions`` per trial, the same number of targets): the law of N is the mean of the trials' laws, as for the
-    bounds over the trials (Theorem 2, Corollaries 3.1 and 4.1), so no bound on the mixture's count is below it."""
-    _confidences(confidences)
-    lows = [_floor_tail(profile, d) for d in runs]
-    if len({low.size for low in lows}) != 1:
-        raise ValueError(f"runs must have the same number of targets in every trial, got {sorted({low.size - 2 for low in lows})}; "
-                         "pass one trial's priors per entry.")
-    return counts_at(np.mean(lows, axis=0), confidences)
+    ``distributions`` per trial, the same number of targets): one mixture (the same weights in every trial) whose count
+    law is the mean of the trials' laws, as for the bounds over the trials (Theorem 2, Corollaries 3.1 and 4.1), so no
+    bound on the mixture's count is below it."""
+    return floor_mixture(profile, runs, confidences, over_trials=True).counts

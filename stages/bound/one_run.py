@@ -9,19 +9,23 @@ probability instead of 1 - beta_i (``theorem`` says which).
 """
 from __future__ import annotations
 
+from stages.bound import registry
 from stages.bound.box import (as_confidences, bound_theorem, count_dict, guesses_per_target, prior_collision,
-                              prior_distributions, success_set_size)
-from stages.bound.designated_run import DESIGNATED_RUN_THEOREM, DESIGNATED_RUN_VERSION, check_designated
-from stages.bound.theorems import DEFAULT_BOUND_VERSION, MMC_THEOREM, SPLIT_THEOREM, count_bounds, winner
-from stages.bound.prior_run import MAX_GROUPS, PRIOR_RUN_THEOREM, PRIOR_RUN_VERSION, check_groups
-from stages.bound.whole_prior import WHOLE_PRIOR_THEOREM, WHOLE_PRIOR_VERSION
+                              prior_distributions, record_candidates, success_set_size)
+from stages.bound.designated_run import check_designated
+from stages.bound.profiles import for_game
+from stages.bound.theorems import DEFAULT_BOUND_VERSION, count_bounds, winner
+from stages.bound.prior_run import MAX_GROUPS, check_groups
 
 __all__ = ["OneRunBound"]
 
 
-#: The theorem's name in every output (an eps-DP profile gets Theorem 3.1 instead).
-THEOREM = f"{SPLIT_THEOREM}, a-priori guesses z*"
-PURE_THEOREM = "Theorem 3.1 at the profile's eps (eps-DP), a-priori guesses z*"
+#: The theorem's name in every output (an eps-DP profile gets Theorem 3.1 instead): the registry's names with the
+#: guesses they read.
+THEOREM = f"{registry.SPLIT.name}{registry.Z_STAR}"
+PURE_THEOREM = f"{registry.PURE.name}{registry.Z_STAR}"
+#: The theorems whose record name is the box's own (``theorem``: with the set-valued weights where they apply).
+_OWN = (registry.SPLIT, registry.PURE)
 
 
 class OneRunBound:
@@ -31,7 +35,7 @@ class OneRunBound:
 
     def __init__(self, designated: bool = False, groups: int = MAX_GROUPS) -> None:
         """``designated``: add Theorem 5 (Theorem 4 with the law of the likeliest values, THEORY.md section 10) to the
-        minimum where it applies (one exact guess, each target's prior known, n <= 200); tighter on skewed priors,
+        minimum where it applies (one exact guess, each target's prior known, n <= designated_run.DESIGNATED_RUN_MAX_TARGETS = 200); tighter on skewed priors,
         ~100 s a count at n = 100, so off by default. ``groups``: Theorem 4 keeps at most this many groups of targets
         with their own constraints; on priors that differ (the tabular games) more are tighter and slower."""
         self.designated = check_designated(designated)
@@ -68,9 +72,8 @@ class OneRunBound:
                                   set_size=info.get("set_size") if (set_valued and whole) else None,
                                   designated=self.designated, groups=self.groups)
         # the record's own names: the split theorem / Theorem 3.1 as ``theorem`` names them (with their suffixes)
-        names = {name: (name if name in (WHOLE_PRIOR_THEOREM, MMC_THEOREM, PRIOR_RUN_THEOREM, DESIGNATED_RUN_THEOREM)
-                        else info["theorem"])
-                 for name in by}
+        own = {t.name for t in _OWN}
+        names = {name: info["theorem"] if name in own else name for name in by}
         return count_dict(levels, counts), {float(c): names[w] for c, w in zip(levels, winner(by))}
 
     def theorem(self, profile, prior, metric, trials) -> dict:
@@ -82,24 +85,18 @@ class OneRunBound:
         exact guess the whole-prior theorem joins the minimum (``candidates``) where the prior gives distributions."""
         out = bound_theorem(profile, metric, k, domain_size, THEOREM, PURE_THEOREM)
         out["version"] = DEFAULT_BOUND_VERSION  # the minimum over the theorems that apply (THEORY.md)
-        if out["set_valued"]:
+        set_valued = out["set_valued"]
+        if set_valued:
             # Theorem 3 with success sets of at most set_size values (Lemma 4'), where the size is known
             out["set_size"] = success_set_size(metric, k, domain_size)
-            if out["set_size"] is not None:
-                out["candidates"] = [out["theorem"], WHOLE_PRIOR_THEOREM]
-                out["whole_prior_version"] = WHOLE_PRIOR_VERSION
-        else:
-            out["candidates"] = [out["theorem"], WHOLE_PRIOR_THEOREM]
-            if "eps-DP" not in out["reason"]:
-                out["candidates"].append(MMC_THEOREM)  # where its priors apply (p_i = 1/k)
-            out["candidates"].append(PRIOR_RUN_THEOREM)  # where the priors are known, n <= PRIOR_RUN_MAX_TARGETS
-            out["whole_prior_version"] = WHOLE_PRIOR_VERSION
-            out["prior_run_version"] = PRIOR_RUN_VERSION
-            out["prior_run_groups"] = self.groups
-            if self.designated:
-                out["candidates"].append(DESIGNATED_RUN_THEOREM)  # likewise, n <= DESIGNATED_RUN_MAX_TARGETS
-                out["designated_run_version"] = DESIGNATED_RUN_VERSION
-        return out
+        size = out["set_size"] if set_valued else 1
+        # the theorems that may join: the priors and n are known only when the counts are computed
+        prospect = registry.Setting(for_game(profile, "reconstruction"), p=registry.ANY,
+                                    distributions=registry.ANY if size is not None else None, set_valued=set_valued,
+                                    set_size=size, designated=self.designated, groups=self.groups)
+        own = {t.name for t in _OWN}
+        return record_candidates(out, registry.REGISTRY.candidates(prospect),
+                                 lambda t: out["theorem"] if t.name in own else t.name, self.groups)
 
     def params(self) -> dict:
         return {"bound": self.name, "designated": self.designated, "groups": self.groups}

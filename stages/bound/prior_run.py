@@ -16,13 +16,19 @@ G_i's infimal convolution; written through G's convex conjugate, the whole famil
     psi_pi(s) = sup_{0 <= a <= 1} (s pi a - (1 - pi) g(a)),
 
 on the law p_j = Pr[N = j]. The largest Pr[N >= c] under these constraints is a linear program in p (a finite set of s
-only relaxes it), solved with cutting planes in s and certified by weak duality: every number returned is a valid
-upper bound on Pr[N >= c] for every mechanism with the profile and every attack (one exact guess per target).
+only relaxes it). The library solves its dual on a grid of s (THEORY.md §9, "The dual the library solves"): a measure
+lam on the grid and, per count j, the mass y_j of lam a multiplier may use, with Theorem 4's multipliers for every set T
+reduced to "the top y_j of lam"; rows of that dual are generated as they break and the counts a dual point leaves at
+zero are left out, so its size follows the law's window, not n x cuts; above 300 targets the counts far from the one
+decided share their y in blocks (Corollary 9.3: the constraints of the sets T made of whole blocks), so its size
+barely grows with n. Every number returned is the objective of a
+dual-feasible point rebuilt from the solution (weak duality): a valid upper bound on Pr[N >= c] for every mechanism
+with the profile and every attack (one exact guess per target), whatever the solver's accuracy.
 
 On uniform priors G is MMC's (k - 1) g, and the LP holds every one of MMC's constraints (Theorem 3.1 for all T, where
 their recursion uses the tail sets only), so it is never above MMC's bound; on skewed priors it sees the whole prior.
-The conjugate depends on the priors' distinct probabilities and their multiplicities only, so the LP's size is n,
-not the domain's. On priors that differ, the LP keeps up to MAX_GROUPS groups of targets, each with its own
+The conjugate depends on the priors' distinct probabilities and their multiplicities only, so the LP's size does not
+grow with the domain. On priors that differ, the LP keeps up to MAX_GROUPS groups of targets, each with its own
 constraints (the same lemma per target, averaged within the group), so it sees how the priors differ.
 """
 from __future__ import annotations
@@ -31,9 +37,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, sparse, special
+from scipy import sparse, special
 
-from . import _solve, envelope, tails
+from . import _highs, envelope, tails
 from .profiles import ApproxDP, PrivacyProfile
 from .whole_prior import _EPS_LINES_MAX, Distributions, _profile_lines
 
@@ -44,49 +50,53 @@ __all__ = ["PRIOR_RUN_THEOREM", "PRIOR_RUN_VERSION", "PRIOR_RUN_MAX_TARGETS", "M
 PRIOR_RUN_THEOREM = "whole-prior one-run count (THEORY.md Thm 4)"
 #: 1: the theorem as it joined the default minimum; 2: its count search inside the minimum looks only below the other
 #: theorems' count, never below what the prior-only attack reaches, and hands an LP the simplex does not finish to the
-#: interior point (the same theorem and certificate; a few tabular counts moved, THEORY.md section 9, "Counts").
-PRIOR_RUN_VERSION = 2
+#: interior point (the same theorem and certificate; a few tabular counts moved, THEORY.md section 9, "Counts");
+#: 3: the LP is solved through its dual on a fixed grid of s (every grid point's constraint at once, where cutting
+#: planes kept at most 64), in one HiGHS model per PriorRun with its rows generated as they break and a window of
+#: counts, so it runs at any n (no PRIOR_RUN_MAX_TARGETS); the same theorem, counts the same or smaller at n <= 200;
+#: 4: above 300 targets the dual's masses y are one per block of counts (Corollary 9.3: a relaxation of the LP, the
+#: same certificate), so its size no longer grows with n; the same numbers at n <= 300.
+PRIOR_RUN_VERSION = 4
 #: Theorem 4's LP keeps at most this many groups of targets by default (runs of distinct priors of similar p, each group's
-#: lemma averaged over its targets): more groups see more of how the priors differ, and cost more (``groups``; the ACS
-#: SEX column's 100 binary priors at eps = 1, 5 trials: 2 groups 78.6 at 0.95 in 34 s, 4 groups 76.0 in 93 s).
+#: lemma averaged over its targets): more groups see more of how the priors differ, and cost more (``groups``).
 MAX_GROUPS = 2
-#: The most targets Theorem 4 runs on: its LP has ~ n (cuts + 2) variables per group (three counts take 1.3 s at n = 100, 13 s at n = 300).
-PRIOR_RUN_MAX_TARGETS = 200
+#: The most targets Theorem 4 runs on (None: any n; its dual's size follows the window of counts the law lives on).
+PRIOR_RUN_MAX_TARGETS = None
 
 #: Added to every conjugate value, relative to the objective's slope at the optimum: the floating-point vertex of the
 #: trade-off curve's piecewise-linear lower bound may sit a few ulps off the true one.
 _VERTEX_SLACK = 1e-13
-#: Cutting planes: the dense grid of s searched for violated constraints, the starting cuts, the rounds, the tolerance.
-_S_DENSE = np.geomspace(1e-6, 1e10, 3000)
-_S_START = np.geomspace(1e-2, 1e4, 9)
-_MAX_ROUNDS = 40
-#: ... and at most this many cuts per group (the LP grows with them; stopping early only loosens the bound).
-_MAX_CUTS = 64
-_DECIDED = 0.3
-_STALLED = 0.05
-_CUT_TOL = 1e-5
-#: The same when only a decision tail(c) <= target is needed (the count search).
-_DECIDE_TOL = 1e-3
-#: ... where a cut must also break by more than this much (absolute, on the conjugate's scale): where the conjugate is
-#: ~0 (small s, at the law's edges) constraints break by 1e-11 to 1e-9 round after round while the bound does not move.
-_DECIDE_FLOOR = 1e-9
-_CUTS_PER_ROUND = 4
-_START_CUTS = 6
-#: A decision also stops above its target once a point that meets every constraint of the dense grid (``_inner``) has
-#: Pr[N >= c] above the target by this fraction: no set of the grid's cuts can bring the bound below it. The point mixes
-#: the LP's law (its counts above the last _INNER_TOP of mass dropped) with laws of real attacks (each target guessed a
-#: priori with probability theta, else abstained: _INNER_THETAS), checked to _INNER_ROOM (absolute) for round-off.
-_INNER_MARGIN = 1e-3
-_INNER_TOP = 1e-6
-_INNER_THETAS = np.linspace(0.0, 1.0, 21)
-_INNER_ROOM = 1e-12
-#: The simplex's iterations before an LP goes to the interior point instead (a count, not a time, so runs repeat exactly):
-#: on ACS AGEP at 4 groups the simplex solved every LP it solved within 40,000 and spent 103 s and 220,000 on one it
-#: then failed.
-_SIMPLEX_ITERATIONS = 50_000
-#: At most this many kinks of a piecewise-linear conjugate join the dense grid (evenly thinned beyond).
+#: The grid of s the dual's measure lives on: this geometric grid (ratio 1.03) and a piecewise-linear conjugate's
+#: kinks (at most _MAX_KINKS, evenly thinned beyond), kept where the conjugate's slope (the success its tangent
+#: touches) is inside (_SLOPE_LOW, its largest value - _SLOPE_LOW), one point more on each side.
+_S_DENSE = np.geomspace(1e-6, 1e10, 1248)
+#: ... which starts with every _COARSE-th point (ratio 1.16), refined where the measure lives (``PriorRun._refine``):
+#: the dual's cost grows fast with its number of atoms.
+_COARSE = 5
 _MAX_KINKS = 3000
-_START_LOW = 1e-6
+_SLOPE_LOW = 1e-6
+#: Rounds (solve, rebuild the certificate, add the rows that break) at one count before it stops with its best bound.
+_MAX_ROUNDS = 60
+#: A threshold row is added where the solution's X_j exceeds the exact top-y_j moment by more than this (relative).
+_ROW_TOL = 1e-7
+#: The count window starts this fraction of n (at least _WINDOW_MIN counts) below the first count asked, and doubles
+#: its width whenever the dual puts more than _EDGE (absolute) on y at its lowest count.
+_WINDOW = 0.25
+_WINDOW_MIN = 100
+_EDGE = 1e-9
+#: A decision stops above its target once the dual's optimum with the rows so far exceeds it by this fraction (the
+#: finer grid and the wider window could still lower it, by 0.5% where measured; else the rounds run to the end).
+_ABOVE = 0.02
+#: Count blocks (Corollary 9.3): counts within _BLOCK_NEAR sqrt(n) of the count decided are their own blocks; beyond,
+#: each block is wider than the last by rho per count of distance, rho = _BLOCK_GROWTH (1 - _BLOCK_FROM / n)_+.
+_BLOCK_NEAR = 2.0
+_BLOCK_GROWTH = 0.25
+_BLOCK_FROM = 300
+#: Simplex iterations per solve (a count, not a time, so runs repeat exactly); a solve that stops short still gives a
+#: certified (looser) bound.
+_ITERATIONS = 200_000
+#: Absolute slack added to every certified value for the round-off of rebuilding the dual point.
+_CERT_SLACK = 1e-12
 
 
 class Conjugate:
@@ -188,30 +198,51 @@ def _envelope(profile: PrivacyProfile) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return hull.P, hull.g, hull.s
 
 
-@dataclass
-class _CutState:
-    """The cutting planes at one count c: each group's cuts, the best certified bound so far, the bound before the last
-    round, the rounds, and whether they stopped (no violated cut, or a limit reached)."""
+#: One target: the log-spaced s where (1 + Psi(s)) / (1 + s) is searched before its refinement.
+_ONE_TARGET_S = np.geomspace(1e-8, 1e8, 321)
 
-    cuts: list
+
+def one_target_success(psi: "Conjugate") -> float:
+    """Theorem 4 at n = 1: p_1 <= (1 + Psi(s)) / (1 + s) for every s > 0 (its one constraint, s p_1 - p_0 <= Psi(s),
+    with p_0 = 1 - p_1), so its LP's value over every s is the infimum over s. Searched on a log grid, then refined
+    between the best point's neighbours (the ratio is quasi-convex: 1 + Psi(s) - a (1 + s) is convex in s); every s
+    evaluated is a valid bound (Psi an upper bound on the conjugate), and the least is returned, capped at 1."""
+    from scipy import optimize
+
+    ratio = lambda s: float((1.0 + psi(np.atleast_1d(s))[0]) / (1.0 + s))  # noqa: E731
+    values = (1.0 + psi(_ONE_TARGET_S)) / (1.0 + _ONE_TARGET_S)
+    i = int(np.argmin(values))
+    best = float(values[i])
+    lo, hi = _ONE_TARGET_S[max(i - 1, 0)], _ONE_TARGET_S[min(i + 1, _ONE_TARGET_S.size - 1)]
+    res = optimize.minimize_scalar(lambda u: ratio(math.exp(u)), bounds=(math.log(lo), math.log(hi)), method="bounded",
+                                   options={"xatol": 1e-10})
+    if res.success:
+        best = min(best, ratio(math.exp(float(res.x))))
+    return float(min(1.0, best))
+
+
+@dataclass
+class _CountState:
+    """One count c's rounds: the best certified bound so far, the dual LP's last optimum (where it is a lower bound on
+    the grid LP's: ``PriorRun.tail``), the rounds, and whether they stopped (no row left to add, or _MAX_ROUNDS)."""
+
     bound: float = math.inf
-    previous: float = math.inf
-    inner: float = 0.0
+    lower: float = -math.inf
     rounds: int = 0
-    converged: bool = False
+    done: bool = False
 
 
 class PriorRun:
-    """Theorem 4 for n targets: ``tail(c)`` = the largest Pr[N >= c] under the conjugate constraints (certified).
+    """Theorem 4 for n targets: ``tail(c)`` = a certified bound on the largest Pr[N >= c] under the conjugate
+    constraints at every s of a grid (THEORY.md section 9).
 
     The targets fall into at most MAX_GROUPS groups (runs of similar p; one group per distinct prior when there are
-    few). The LP's variables are p_j = Pr[N = j], r_gj = Pr[N = j, target i right] averaged over the targets i of
-    group g, and slacks w. Its constraints: sum_g n_g r_gj = j p_j, r_gj <= p_j, sum_j p_j = 1, and
-    for each group g and each cut s of its finite set (a relaxation: fewer s, fewer constraints)
-    sum_j w_gj <= G_g*(s) with w_gj >= s r_gj - (p_{j-1} - r_{g,j-1}), w >= 0: Lemma 5 for every target and every
-    set T at once, averaged over the group's targets (THEORY.md section 9). The cuts start where the constraints bind and grow by cutting planes; the
-    value returned is the Lagrangian bound of the solution's multipliers (weak duality with the implied box
-    p, r <= 1, w <= G_g*(s)), valid whatever the solver's accuracy and however few cuts were used."""
+    few). The primal LP's variables are p_j = Pr[N = j] and r_gj = Pr[N = j, target i right] averaged over the targets
+    i of group g, with sum_g n_g r_gj = j p_j, r_gj <= p_j, sum_j p_j = 1 and, for each group and each s of its grid,
+    sum_j (s r_gj - (p_{j-1} - r_{g,j-1}))_+ <= G_g*(s): Lemma 5 for every target and every set T at once, averaged over
+    the group's targets. ``_Dual`` holds its dual (one HiGHS model, kept across counts: the constraints do not depend
+    on c); the value returned is the objective of a dual-feasible point rebuilt from each solution (``_Dual.certify``),
+    valid whatever the solver's accuracy and however few of the dual's rows were generated."""
 
     def __init__(self, profile: PrivacyProfile, dists: Distributions | None, psi: "Conjugate | None" = None, *,
                  groups: int = MAX_GROUPS):
@@ -221,241 +252,376 @@ class PriorRun:
             order = np.argsort([sh.p for sh in dists.shapes], kind="stable")
             runs = [list(run) for run in np.array_split(order, min(check_groups(groups), len(order)))]
             psi = Conjugate(profile, dists, runs)
-            self._attacks = (np.array([sh.p for sh in dists.shapes]), np.asarray(dists.counts, dtype=np.int64), runs)
-            self._prior_tail = _prior_tail(*self._attacks[:2])
+            self._prior_tail = _prior_tail(np.array([sh.p for sh in dists.shapes]),
+                                           np.asarray(dists.counts, dtype=np.int64))
         else:
-            self._attacks = None  # a pooled conjugate: no law of a real attack at hand, so no ``_inner``
-            self._prior_tail = None
-        self._x0 = None
+            self._prior_tail = None  # a pooled conjugate: no law of a real attack at hand
         self.psi = psi
         self.sizes = self.psi.counts
         self.n = int(round(float(np.sum(self.sizes))))
-        self._dense, self._psi_dense, self._start = [], [], []
-        for g in range(self.sizes.size):
-            kinks = self.psi.kinks(g)
-            kinks = kinks[(kinks > _S_DENSE[0]) & (kinks < _S_DENSE[-1])]
-            if kinks.size > _MAX_KINKS:
-                kinks = kinks[np.linspace(0, kinks.size - 1, _MAX_KINKS).astype(np.int64)]
-            dense = np.union1d(_S_DENSE, kinks)
-            psi = self.psi.per_target(dense)[g]
-            self._dense.append(dense)
-            self._psi_dense.append(psi)
-            self._start.append(_start(dense, psi))
-        # where ``_inner_point`` is checked: every s a decision's LP can hold (the dense grid and the starting cuts)
-        self._check = [np.union1d(d, st) for d, st in zip(self._dense, self._start)]
-        self._psi_check = [self.psi.per_target(s)[g] for g, s in enumerate(self._check)]
-        self._binding: dict[int, list] = {}  # per c solved, each group's cuts with a positive multiplier
-        self._state: dict[int, _CutState] = {}
+        # the dual's grids start coarse (every _COARSE-th point of the fine grid, its ends kept) and are refined to the
+        # fine grid around the atoms the dual's measure uses (``_refine``)
+        self._fine = [_atoms(self.psi, g) for g in range(self.sizes.size)]
+        self.atoms = [f[np.unique(np.append(np.arange(0, f.size, _COARSE), f.size - 1))] for f in self._fine]
+        self.gstar = [self.psi.per_target(s)[g] for g, s in enumerate(self.atoms)]
+        self._below = max(_WINDOW_MIN, int(_WINDOW * self.n))  # how far below a count the window reaches
+        self._dual: _Dual | None = None
+        self._state: dict[int, _CountState] = {}
 
     def unreachable(self, target: float) -> int:
-        """The largest c whose tail(c + 1) no set of cuts can certify at or below ``target`` (-1 if none is known): the
-        law of N under the attack that guesses every target's likeliest value (a real attack, so a point of the LP with
-        every constraint of Theorem 4) puts more than ``target`` on N >= c + 1. Only a lower bound on the LP's optimum
-        is used, so the count search may start above it without losing a certifiable count."""
+        """The largest c whose tail(c + 1) no grid can certify at or below ``target`` (-1 if none is known): the law of
+        N under the attack that guesses every target's likeliest value (a real attack, so a point of the LP with every
+        constraint of Theorem 4) puts more than ``target`` (by 1e-3 of it) on N >= c + 1. Only a lower bound on the
+        LP's optimum is used, so the count search may start above it without losing a certifiable count."""
         if self._prior_tail is None:
             return -1
-        above = np.flatnonzero(self._prior_tail[1:] > target * (1.0 + _INNER_MARGIN))  # index c: Pr[N >= c + 1]
+        above = np.flatnonzero(self._prior_tail[1:] > target * (1.0 + 1e-3))  # index c: Pr[N >= c + 1]
         return int(above[-1]) if above.size else -1
 
     def tail(self, c: int, target: float | None = None) -> float:
-        """A certified bound on Pr[N >= c]; with ``target``, the cutting planes stop as soon as the bound is below it,
-        or above it by _DECIDED of min(target, 1 - target) while a round gains less than _STALLED of it: enough to
-        decide ``tail(c) <= target``
-        (a wrong "above" only makes a count larger, never invalid)."""
+        """A certified bound on Pr[N >= c]: the best over rounds that solve the dual, rebuild its certificate and add
+        the rows the solution breaks, until none breaks. With ``target``, the rounds also stop once the bound is at most
+        the target, or once the dual's optimum (with every row generated so far: a lower bound on the grid LP's, up to
+        the solver's tolerance and the window) is above it: enough to decide ``tail(c) <= target`` (a wrong "above"
+        only makes a count larger, never invalid)."""
         c = int(c)
         if c <= 0:
             return 1.0
         if c > self.n:
             return 0.0
-        state = self._state.get(c)
-        if state is None:
-            cuts = list(self._start)
-            if self._binding:
-                near = self._binding[min(self._binding, key=lambda k: abs(k - c))]
-                cuts = [np.union1d(a, b) for a, b in zip(cuts, near)]
-            state = self._state[c] = _CutState(cuts)
-        # decided: below the target, or above it by _DECIDED of min(target, 1 - target) with the last round's gain
-        # under _STALLED of the bound, or a point of the LP with every cut of the dense grid above it (``_inner``)
-        decided = lambda: target is not None and (state.bound <= target or state.inner > target * (1 + _INNER_MARGIN)
-                                                  or (state.bound > target + _DECIDED * min(target, 1.0 - target)
-                                                      and state.previous - state.bound < _STALLED * state.bound))
-        while not state.converged and not decided():
-            # the stop's point from the second round at this c on (a decision the first round settles never builds it)
-            self._round(c, state, _CUT_TOL if target is None else _DECIDE_TOL,
-                        inner=target is not None and state.bound < math.inf)
+        state = self._state.setdefault(c, _CountState())
+        if self.n == 1 and not state.done:  # one target: the LP in closed form (THEORY.md section 9, "One target")
+            state.bound = state.lower = one_target_success(self.psi)
+            state.done = True
+        decided = lambda: target is not None and (state.bound <= target or state.lower > target * (1.0 + _ABOVE))
+        while not state.done and not decided():
+            self._round(c, state)
         return float(min(1.0, max(0.0, state.bound)))
 
-    def _round(self, c: int, state: "_CutState", tol: float, inner: bool = False) -> None:
-        """One cutting-plane round at c: solve with the state's cuts, keep the best certified bound, add the violated
-        cuts; every round's bound is certified on its own, and the best is kept. With ``inner``, also the largest
-        Pr[N >= c] found so far of a point that meets every cut of the dense grid (``_inner``)."""
-        cuts = state.cuts
-        certified, p, r, z = self._lp(c, cuts)
-        state.previous = state.bound
+    def estimate(self, c: int, target: float) -> float:
+        """``tail(c, target)`` where it is at most the target; above it, the dual's optimum where that is above the
+        target too (the LP's value, nearer than the certificate the rounds stopped at): the count search interpolates
+        these, and decides on ``tail`` alone."""
+        bound = self.tail(c, target)
+        state = self._state.get(int(c))
+        if bound > target and state is not None and state.lower > target:
+            return float(min(bound, state.lower))
+        return bound
+
+    def _round(self, c: int, state: _CountState) -> None:
+        """One round at c: solve the dual, keep the best certified bound, add the rows it breaks, and widen the window
+        of counts (a new model with the same rows) when the dual puts mass on its lowest count."""
+        dual = self._window(c)
+        dual.set_count(c)
+        optimal, x, objective = dual.model.solve()
         state.rounds += 1
-        if certified < state.bound:
-            state.bound = certified
-            self._binding[c] = [s[zg > 0] for s, zg in zip(cuts, z)]
-        if inner and p is not None and self._attacks is not None:
-            state.inner = max(state.inner, self._inner(c, p, r))
-        added = False
-        if p is not None:
-            for g in range(len(cuts)):
-                new = self._violated(g, p, r[g], tol)
-                new = new[~np.isin(new, cuts[g])]
-                if new.size:
-                    cuts[g] = np.union1d(cuts[g], new)
-                    added = True
-        state.converged = not added or state.rounds >= _MAX_ROUNDS or max(len(cg) for cg in cuts) >= _MAX_CUTS
+        if x is None:  # no solution at all: the bound stays (1 if no round gave one)
+            state.done = True
+            return
+        state.bound = min(state.bound, dual.certify(x, c))
+        if optimal:  # a lower bound on the dual with these atoms and window: its rows only grow
+            state.lower = max(state.lower, objective)
+        added = dual.refine(x)
+        if not added and dual.edge(x) > _EDGE and dual.a > 1:
+            self._below *= 2  # the next round's window reaches twice as far below
+            added = True
+        elif not added:
+            added = self._refine(dual, x)
+        if added and not dual.rows_only:
+            for st in self._state.values():
+                st.lower = -math.inf  # optima of a smaller dual
+        state.done = not added or state.rounds >= _MAX_ROUNDS
 
-    def _lp(self, c: int, cuts: list):
-        """max Pr[N >= c] with the cuts: (the certified bound, p, r (groups, n + 1) with r[:, 0] = 0, each group's
-        multipliers of its cuts' budget rows)."""
-        n, m = self.n, self.sizes.size
-        P = n + 1
-        j = np.arange(1, n + 1)
-        psis = [self.psi.per_target(s)[g] for g, s in enumerate(cuts)]
-        K = np.array([s.size for s in cuts])
-        r0 = P  # r_gj at r0 + g n + j - 1
-        w0 = P + m * n  # w of group g, cut k, count j at w0 + (offset_g + k) n + j - 1
-        offset = np.concatenate([[0], np.cumsum(K)[:-1]])
-        nv = w0 + int(K.sum()) * n
-        rows, cols, vals, b = [], [], [], []
-        row = 0
-        # r_gj - p_j <= 0
-        for g in range(m):
-            idx = row + j - 1
-            rows += [idx, idx]
-            cols += [r0 + g * n + j - 1, j]
-            vals += [np.ones(n), -np.ones(n)]
-            row += n
-        b.append(np.zeros(m * n))
-        for g in range(m):
-            s = cuts[g]
-            for k in range(K[g]):
-                sig = max(1.0, s[k])
-                idx = row + j - 1
-                # s r_gj - p_{j-1} + r_{g,j-1} - w <= 0 (scaled by 1 / sig)
-                rows += [idx, idx, idx, idx[1:]]
-                cols += [r0 + g * n + j - 1, j - 1, w0 + (offset[g] + k) * n + j - 1, r0 + g * n + j[:-1] - 1]
-                vals += [np.full(n, s[k] / sig), np.full(n, -1.0 / sig), np.full(n, -1.0 / sig),
-                         np.full(n - 1, 1.0 / sig)]
-                b.append(np.zeros(n))
-                row += n
-                rows.append(np.full(n, row))
-                cols.append(w0 + (offset[g] + k) * n + j - 1)
-                vals.append(np.ones(n))
-                b.append(np.array([psis[g][k]]))
-                row += 1
-        A = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(row, nv))
-        b = np.concatenate(b)
-        # equalities: sum_g n_g r_gj - j p_j = 0 (j = 1..n), sum_j p_j = 1
-        erows = [np.repeat(j - 1, m), j - 1, np.full(P, n)]
-        ecols = [(r0 + np.arange(m)[None, :] * n + (j - 1)[:, None]).ravel(), j, np.arange(P)]
-        evals = [np.tile(self.sizes, n), -j.astype(float), np.ones(P)]
-        Aeq = sparse.csr_matrix((np.concatenate(evals), (np.concatenate(erows), np.concatenate(ecols))),
-                                shape=(n + 1, nv))
-        beq = np.zeros(n + 1)
-        beq[n] = 1.0
-        obj = np.zeros(nv)
-        obj[c:P] = 1.0
-        upper = np.ones(nv)
-        upper[w0:] = np.concatenate([np.repeat(np.maximum(psi, 0.0), n) for psi in psis])
-        # the simplex ends "unknown" on a few badly scaled cut sets, or runs past its iterations: the interior point
-        # solves most of them (where it fails too, the round's bound is 1: valid, and the decision ends above its target)
-        res = _solve.linprog([("highs", {"maxiter": _SIMPLEX_ITERATIONS}), ("highs-ipm", {})], -obj, A_ub=A, b_ub=b,
-                             A_eq=Aeq, b_eq=beq, bounds=(0, None))
-        zero = [np.zeros(k) for k in K]
-        if res.status != 0:
-            return 1.0, None, None, zero
-        lam = np.maximum(-np.asarray(res.ineqlin.marginals), 0.0)
-        nu = -np.asarray(res.eqlin.marginals)
-        # for lam >= 0, any nu and every feasible x in the box [0, upper]:
-        # obj.x <= lam.b + nu.beq + sum_v upper_v max(0, (obj - A' lam - Aeq' nu)_v)
-        reduced = obj - A.T @ lam - Aeq.T @ nu
-        certified = float(lam @ b + nu @ beq + upper @ np.maximum(reduced, 0.0))
-        x = np.maximum(res.x, 0.0)
-        r = np.zeros((m, P))
-        r[:, 1:] = x[r0: w0].reshape(m, n)
-        budget = [m * n + offset[g] * (n + 1) + np.arange(K[g]) * (n + 1) + n for g in range(m)]
-        return certified, x[:P], r, [lam[ix] for ix in budget]
-
-    def _meets(self, p: np.ndarray, r: np.ndarray, *, dense: bool = False) -> bool:
-        """Whether (p, r) meets every group's constraint at every s a decision's LP can hold (its dense grid and its
-        starting cuts), to _INNER_ROOM. The left sides sum_j (s up_j - down_j)_+ at every s come from the sorted
-        breakpoints (``_positive_part_sums``); ``dense=True`` forms the (grid x n) array of terms instead (the same
-        sums to ~1e-15, kept for tests/stages/bound/test_prior_run.py)."""
+    def _refine(self, dual: "_Dual", x: np.ndarray) -> bool:
+        """Add the fine grid's points between the neighbours of every atom the solution's measure uses; whether any
+        was added (the next round builds the dual anew, with the rows it had)."""
+        grew = False
         for g in range(self.sizes.size):
-            up, down = r[g, 1:], p[:-1] - r[g, :-1]
-            if dense:
-                lhs = np.maximum(self._check[g][:, None] * up[None, :] - down[None, :], 0.0).sum(axis=1)
+            atoms, fine = self.atoms[g], self._fine[g]
+            used = np.flatnonzero(x[dual.lam[g]: dual.lam[g] + atoms.size] > 0.0)
+            lo = atoms[np.maximum(used - 1, 0)]
+            hi = atoms[np.minimum(used + 1, atoms.size - 1)]
+            near = np.any((fine[:, None] >= lo[None, :]) & (fine[:, None] <= hi[None, :]), axis=1)
+            new = np.union1d(atoms, fine[near])
+            if new.size > atoms.size:
+                self.atoms[g], self.gstar[g] = new, self.psi.per_target(new)[g]
+                grew = True
+        if grew:
+            dual.rows_only = False
+            self._dual = _Dual(self.sizes, self.atoms, self.gstar, dual.a, dual.rows(), dual.starts)
+        return grew
+
+    def _window(self, c: int) -> "_Dual":
+        """The dual whose window of counts reaches _below below c, on c's count blocks (``_layout``): built, or rebuilt
+        (wider, or on c's blocks) with the rows it had."""
+        a = max(1, c - self._below)
+        wider = self._dual is not None and self._dual.a > a
+        a = a if self._dual is None or wider else self._dual.a
+        starts = _layout(self.n, a, c)
+        if self._dual is None or wider or not np.array_equal(self._dual.starts, starts):
+            rows = None if self._dual is None else self._dual.rows()
+            self._dual = _Dual(self.sizes, self.atoms, self.gstar, a, rows, starts)
+            if wider:
+                for st in self._state.values():
+                    st.lower = -math.inf  # optima of a narrower window's dual
+        self._dual.rows_only = True
+        return self._dual
+
+
+def _layout(n: int, a: int, c: int) -> np.ndarray:
+    """The first counts of the blocks that cut the window [a, n] (Corollary 9.3): one count each within
+    _BLOCK_NEAR sqrt(n) of c, then blocks whose width grows by rho per count of distance beyond, rho =
+    _BLOCK_GROWTH (1 - _BLOCK_FROM / n)_+ (0, every count its own block, at n <= _BLOCK_FROM: the exact dual; then
+    growing smoothly with n). c starts a block."""
+    rho = _BLOCK_GROWTH * max(0.0, 1.0 - _BLOCK_FROM / n)
+    near = int(math.ceil(_BLOCK_NEAR * math.sqrt(n)))
+    c = min(max(int(c), a), n)
+    starts = list(range(max(a, c - near), min(n, c + near) + 1))
+    j = c + near + 1
+    while j <= n:
+        starts.append(j)
+        j += 1 + int(rho * (j - c - near))
+    j = c - near - 1  # the last count of the next block down
+    while j >= a:
+        start = max(a, j - int(rho * (c - near - j)))
+        starts.append(start)
+        j = start - 1
+    return np.unique(np.asarray(starts, dtype=np.int64))
+
+
+class _Dual:
+    """The dual of Theorem 4's LP on the grids ``atoms`` (THEORY.md section 9, "The dual the library solves"), for
+    counts j in the window [a, n] (y_j = 0 below it: a restriction of the dual, so still a valid bound), as one HiGHS
+    model. The window is cut into blocks of counts (``starts``; one count each by default): y_gj and X_gj are one
+    column per block, e_j and kappa_gj one per block's counts below its last and one at its last, and only the p_j
+    and r_gj rows at each block's first and last counts are kept (the others follow: Corollary 9.3).
+
+    Columns: nu; per group g a measure lam_g on its atoms with its suffix sums L_gk = sum_{k' >= k} lam_gk' and
+    T_gk = sum_{k' > k} (s_k' - s_k) lam_gk'; per count j of the window y_gj (the mass of lam_g a multiplier at j may
+    use), X_gj (its moment) and, with several groups, e_j (-n times the multiplier of sum_g n_g r_gj = j p_j) and
+    kappa_gj (of r_gj <= p_j). Rows: one per p_j (its reduced cost), one per r_gj (several groups), the suffix sums,
+    and the rows generated as they break: X_gj <= s_k y_gj + T_gk (the moment of lam's top y_gj is the least of these
+    over k) and y_gj <= L_g0. Objective: nu + sum_g lam_g . G_g*."""
+
+    def __init__(self, sizes: np.ndarray, atoms: list, gstar: list, a: int, carried=None, starts=None):
+        self.sizes, self.atoms, self.gstar, self.a = np.asarray(sizes, dtype=float), atoms, gstar, int(a)
+        m = self.sizes.size
+        n = self.n = int(round(float(self.sizes.sum())))
+        self.m, self.K = m, [s.size for s in atoms]
+        self.j = np.arange(self.a, n + 1)
+        # count blocks (Corollary 9.3): y_gj and X_gj are one variable per block; every count its own block by default
+        self.starts = self.j.copy() if starts is None else np.asarray(starts, dtype=np.int64)
+        self.ends = np.append(self.starts[1:] - 1, n)
+        self.block = np.searchsorted(self.starts, self.j, side="right") - 1  # each count's block
+        W = B = self.starts.size
+        # the p_j rows kept: each block's first count where it has more than one (its other counts but the last have
+        # the same row less (j - a_b)/n times a column >= 0) and its last; each with the block of y_{g,j+1}
+        inner = np.flatnonzero(self.ends > self.starts)
+        order = np.argsort(np.concatenate([self.starts[inner], self.ends]), kind="stable")
+        self.rep = np.concatenate([self.starts[inner], self.ends])[order]
+        rep_b = np.concatenate([inner, np.arange(B)])[order]
+        rep_next = np.concatenate([inner, np.arange(B) + 1])[order]  # B: y_{g,n+1} = 0
+        V = self.rep.size
+        col = 1  # nu at 0
+        self.lam, self.L, self.T = [], [], []
+        for K in self.K:
+            self.lam.append(col)
+            self.L.append(col + K)
+            self.T.append(col + 2 * K)
+            col += 3 * K
+        self.e = col if m > 1 else None
+        col += V if m > 1 else 0
+        self.kap, self.y, self.X = [], [], []
+        for g in range(m):
+            if m > 1:
+                self.kap.append(col)
+                col += V
+            self.y.append(col)
+            self.X.append(col + W)
+            col += 2 * W
+        cost = np.zeros(col)
+        cost[0] = 1.0
+        for g in range(m):
+            cost[self.lam[g]: self.lam[g] + self.K[g]] = gstar[g]
+        rows, cols, vals, lower, upper = [], [], [], [], []
+
+        def put(r, c_, v):
+            rows.append(np.asarray(r))
+            cols.append(np.asarray(c_))
+            vals.append(np.broadcast_to(np.asarray(v, dtype=float), np.shape(r)))
+
+        # p_j, j = a - 1 and the kept counts (row 0, then 1 + v): nu + (j/n) X_j - ((n-j)/n) y_{j+1} >= [j >= c]
+        # (one group), or nu + (j/n) e_j - sum_g kappa_gj - sum_g y_{g,j+1} >= [j >= c]
+        P = V + 1
+        put(np.arange(P), np.zeros(P, dtype=np.int64), 1.0)
+        v = np.arange(V)
+        has_next = rep_next < B
+        for g in range(m):
+            if m == 1:
+                put(v + 1, self.X[g] + rep_b, self.rep / n)
+                put(v[has_next] + 1, self.y[g] + rep_next[has_next], -(n - self.rep[has_next]) / n)
+                put([0], [self.y[g]], -(n - (self.a - 1)) / n)
             else:
-                lhs = _positive_part_sums(self._check[g], up, down)
-            if np.any(lhs > self._psi_check[g] + _INNER_ROOM):
-                return False
-        return True
+                put(v + 1, self.kap[g] + v, -1.0)
+                put(v[has_next] + 1, self.y[g] + rep_next[has_next], -1.0)
+                put([0], [self.y[g]], -1.0)
+        if m > 1:
+            put(v + 1, self.e + v, self.rep / n)
+        lower.append(np.zeros(P))
+        upper.append(np.full(P, _highs.INF))
+        r = P
+        if m > 1:  # r_gj at the kept counts: kappa_gj + X_gj + y_{g,j+1} - (n_g/n) e_j >= 0
+            for g in range(m):
+                put(r + v, self.kap[g] + v, 1.0)
+                put(r + v, self.X[g] + rep_b, 1.0)
+                put(r + v[has_next], self.y[g] + rep_next[has_next], 1.0)
+                put(r + v, self.e + v, -self.sizes[g] / n)
+                lower.append(np.zeros(V))
+                upper.append(np.full(V, _highs.INF))
+                r += V
+        for g in range(m):  # L_k - L_{k+1} - lam_k = 0 and T_k - T_{k+1} - (s_{k+1} - s_k) L_{k+1} = 0
+            K = self.K[g]
+            k = np.arange(K)
+            put(r + k, self.L[g] + k, 1.0)
+            put(r + k[:-1], self.L[g] + k[1:], -1.0)
+            put(r + k, self.lam[g] + k, -1.0)
+            put(r + K + k, self.T[g] + k, 1.0)
+            put(r + K + k[:-1], self.T[g] + k[1:], -1.0)
+            put(r + K + k[:-1], self.L[g] + k[1:], -np.diff(atoms[g]))
+            lower.append(np.zeros(2 * K))
+            upper.append(np.zeros(2 * K))
+            r += 2 * K
+        A = sparse.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r, col))
+        self.model = _highs.Model(cost, np.zeros(col), np.full(col, _highs.INF), A, np.concatenate(lower),
+                                  np.concatenate(upper), _ITERATIONS)
+        self.has = [np.zeros((W, K), dtype=bool) for K in self.K]
+        self.capped = [np.zeros(W, dtype=bool) for _ in range(m)]
+        w = np.arange(W)
+        for g in range(m):
+            # the top atom (X_gj <= s_max y_gj bounds every X) and those around (n - j + 1)/j, where a smooth law's
+            # term j changes sign
+            near = np.searchsorted(atoms[g], (n - self.starts + 1) / self.starts)
+            self._add(g, np.tile(w, 4), np.concatenate([np.full(W, self.K[g] - 1), near - 1, near, near + 1]))
+        for g, j, s_k in carried or ():
+            keep = j >= self.a
+            self._add(g, np.searchsorted(self.starts, j[keep], side="right") - 1, np.searchsorted(atoms[g], s_k[keep]))
 
-    def _inner(self, c: int, p: np.ndarray, r: np.ndarray) -> float:
-        """Pr[N >= c] at ``_inner_point`` (0 without one): no set of the grid's cuts certifies a bound below it (the point
-        is checked at every s of the grid itself, so this holds whatever x0 is)."""
-        point = self._inner_point(p, r)
-        return 0.0 if point is None else float(point[0][c:].sum())
-
-    def _inner_point(self, p: np.ndarray, r: np.ndarray):
-        """(p, r) of the largest mix a x + (1 - a) x0 that meets every constraint of the dense grid, or None.
-
-        x is the LP's law (p, r) with its counts above the last _INNER_TOP of its mass dropped (a law on fewer counts:
-        the top constraint terms only lose), x0 the mean of the laws of real attacks (``_attack_laws``), which meet
-        every constraint. The LP's equalities and r <= p are linear, so every mix keeps them, and each conjugate
-        constraint is convex in (p, r): the mix is a point of the LP with every cut of the grid, so no set of the
-        grid's cuts certifies a bound below its Pr[N >= c] (THEORY.md section 9, "Counts")."""
-        if self._x0 is None:  # built once, on the first decision that needs it, and checked once
-            x0 = _attack_laws(*self._attacks)
-            self._x0 = x0 if self._meets(*x0) else False
-        total = float(p.sum())
-        if self._x0 is False or total <= 0.0:
-            return None
-        p0, r0 = self._x0
-        p, r = p / total, np.minimum(r / total, p[None, :] / total)
-        above = np.cumsum(p[::-1])[::-1]  # above[j] = the mass at counts >= j
-        top = int(np.max(np.flatnonzero(above >= _INNER_TOP)))
-        p, r = p.copy(), r.copy()
-        p[top + 1:], r[:, top + 1:] = 0.0, 0.0
-        kept = float(p.sum())
-        p, r = p / kept, r / kept
-        lo, hi = 0.0, 1.0
-        if self._meets(p, r):
-            lo = 1.0
-        else:
-            for _ in range(20):
-                mid = 0.5 * (lo + hi)
-                if self._meets(mid * p + (1.0 - mid) * p0, mid * r + (1.0 - mid) * r0):
-                    lo = mid
-                else:
-                    hi = mid
-        return lo * p + (1.0 - lo) * p0, lo * r + (1.0 - lo) * r0
-
-    def _violated(self, g: int, p: np.ndarray, r: np.ndarray, tol: float) -> np.ndarray:
-        """Group g's s whose constraint (p, r) breaks by more than ``tol`` of G_g*(s): the largest local maxima of the
-        violation on the dense grid, each refined to the continuous maximum between its neighbours (not for a
-        decision)."""
-        up, down = r[1:], p[:-1] - r[:-1]
-        dense, psi = self._dense[g], self._psi_dense[g]
-        lhs = np.maximum(dense[:, None] * up[None, :] - down[None, :], 0.0).sum(axis=1)
-        viol = lhs - psi
-        floor = _DECIDE_FLOOR if tol >= _DECIDE_TOL else 0.0
-        peaks = np.flatnonzero((viol > tol * (1e-9 + psi)) & (viol > floor) & (viol >= np.roll(viol, 1))
-                               & (viol >= np.roll(viol, -1)))
-        peaks = peaks[np.argsort(viol[peaks])[::-1][:_CUTS_PER_ROUND]]
-        if tol >= _DECIDE_TOL:  # a decision: the grid's points are enough
-            return dense[peaks]
+    def rows(self) -> list:
+        """The generated rows (g, counts j, their atoms' s), to carry into a wider window or a finer grid."""
         out = []
-        for i in peaks:
-            lo, hi = dense[max(i - 1, 0)], dense[min(i + 1, dense.size - 1)]
-            minus = lambda s: -(np.maximum(s * up - down, 0.0).sum() - float(self.psi.per_target(s)[g, 0]))
-            res = optimize.minimize_scalar(minus, bounds=(lo, hi), method="bounded", options={"xatol": 1e-9 * hi})
-            out.append(float(res.x) if res.success and -res.fun > viol[i] else dense[i])
-        return np.asarray(out, dtype=float)
+        for g in range(self.m):
+            w, k = np.nonzero(self.has[g])
+            out.append((g, self.starts[w], self.atoms[g][k]))
+        return out
+
+    def _add(self, g: int, w: np.ndarray, k: np.ndarray) -> int:
+        """Add the rows X_gj <= s_k y_gj + T_gk not yet there (block w, atom k); how many."""
+        k = np.clip(k, 0, self.K[g] - 1)
+        key = np.unique(w * self.K[g] + k)
+        w, k = key // self.K[g], key % self.K[g]
+        new = ~self.has[g][w, k]
+        w, k = w[new], k[new]
+        if w.size:
+            self.has[g][w, k] = True
+            q = np.arange(w.size)
+            R = sparse.coo_matrix((np.concatenate([self.atoms[g][k], np.ones(w.size), -np.ones(w.size)]),
+                                   (np.tile(q, 3), np.concatenate([self.y[g] + w, self.T[g] + k, self.X[g] + w]))),
+                                  shape=(w.size, self.model.num_col))
+            self.model.add_rows(np.zeros(w.size), np.full(w.size, _highs.INF), R)
+        return int(w.size)
+
+    def _cap(self, g: int, w: np.ndarray) -> int:
+        """Add the rows y_gj <= L_g0 not yet there; how many."""
+        w = w[~self.capped[g][w]]
+        if w.size:
+            self.capped[g][w] = True
+            q = np.arange(w.size)
+            R = sparse.coo_matrix((np.concatenate([np.ones(w.size), -np.ones(w.size)]),
+                                   (np.tile(q, 2), np.concatenate([np.full(w.size, self.L[g]), self.y[g] + w]))),
+                                  shape=(w.size, self.model.num_col))
+            self.model.add_rows(np.zeros(w.size), np.full(w.size, _highs.INF), R)
+        return int(w.size)
+
+    def set_count(self, c: int) -> None:
+        """The right-hand sides [j >= c] of the p_j rows (nothing else depends on c)."""
+        j = np.append(self.a - 1, self.rep)
+        self.model.set_row_bounds(np.arange(j.size), (j >= c).astype(float), np.full(j.size, _highs.INF))
+
+    def _measure(self, x: np.ndarray, g: int):
+        """(lam_g >= 0, y_g per block clipped to [0, lam_g's mass]) of a solution."""
+        lam = np.maximum(x[self.lam[g]: self.lam[g] + self.K[g]], 0.0)
+        y = np.clip(x[self.y[g]: self.y[g] + self.starts.size], 0.0, lam.sum())
+        return lam, y
+
+    def certify(self, x: np.ndarray, c: int) -> float:
+        """The objective of a dual-feasible point of the full LP (every count, every group, the grid's s) built from
+        the solution's lam and y alone: X_gj := the exact moment of lam_g's top y_gj (``_top_moment``), e_j and kappa_gj
+        the best for them, nu the least that makes every p_j's reduced cost <= 0 (THEORY.md section 9)."""
+        n, m = self.n, self.m
+        W = self.j.size
+        # counts a - 1 .. n: X (0 at a - 1) and y_{g,j+1} (0 at n)
+        Z, ynext, cost = np.zeros((m, W + 1)), np.zeros((m, W + 1)), 0.0
+        for g in range(m):
+            lam, y = self._measure(x, g)
+            ynext[g, :-1] = y[self.block]  # a block's y at each of its counts
+            Z[g, 1:] = _top_moment(self.atoms[g], lam, y)[0][self.block]
+            cost += float(lam @ self.gstar[g])
+        Z += ynext  # X_gj + y_{g,j+1}
+        j = np.arange(self.a - 1, n + 1)
+        # the largest (j/n) e - sum_g ((n_g/n) e - Z_gj)_+ - sum_g y_{g,j+1} over e >= 0: concave piecewise linear in
+        # e, so at e = 0 or a breakpoint n Z_gj / n_g
+        best = np.zeros(j.size)
+        for g in range(m):
+            e = n * Z[g] / self.sizes[g]
+            value = (j / n) * e - np.maximum(self.sizes[:, None] / n * e[None, :] - Z, 0.0).sum(axis=0)
+            best = np.maximum(best, value)
+        nu = max(0.0, float(np.max((j >= c) - best + ynext.sum(axis=0))))
+        return nu + cost + _CERT_SLACK
+
+    def refine(self, x: np.ndarray) -> int:
+        """Add the rows the solution breaks: for every count where X_gj exceeds the moment of lam_g's top y_gj, the
+        row of the atom where that top ends and its two neighbours; the caps y_gj <= L_g0 it breaks. How many."""
+        added = 0
+        for g in range(self.m):
+            lam, _ = self._measure(x, g)
+            y = np.maximum(x[self.y[g]: self.y[g] + self.starts.size], 0.0)
+            added += self._cap(g, np.flatnonzero(y > lam.sum() * (1.0 + 1e-9) + 1e-12))
+            moment, k = _top_moment(self.atoms[g], lam, np.minimum(y, lam.sum()))
+            bad = np.flatnonzero(x[self.X[g]: self.X[g] + self.starts.size] > moment * (1.0 + _ROW_TOL) + 1e-12)
+            added += self._add(g, np.tile(bad, 3), np.concatenate([k[bad], k[bad] - 1, k[bad] + 1]))
+        return added
+
+    def edge(self, x: np.ndarray) -> float:
+        """The dual's mass at the window's lowest count (sum_g y_ga): above _EDGE, a wider window may do better."""
+        return float(sum(max(x[self.y[g]], 0.0) for g in range(self.m)))
+
+
+def _top_moment(s: np.ndarray, lam: np.ndarray, y: np.ndarray):
+    """(X, k): the largest sum_k s_k mu_k over 0 <= mu <= lam with sum_k mu_k = y (0 <= y <= sum lam, s ascending),
+    i.e. the moment of lam's top y of mass, rounded down; and the atom k where that top ends."""
+    L = np.append(np.cumsum(lam[::-1])[::-1], 0.0)  # L[k] = sum_{k' >= k} lam_k'
+    S = np.append(np.cumsum((s * lam)[::-1])[::-1], 0.0)
+    i = np.searchsorted(L[::-1], y, side="right")
+    k = np.clip(s.size - i, 0, s.size - 1)
+    X = np.where(y >= L[0], S[0], S[k + 1] + s[k] * (y - L[k + 1]))
+    # the cumulative sums' round-off: a relative 1e-12 of the whole moment, taken off
+    return np.maximum(X - 1e-12 * (S[0] + s[-1] * L[0]), 0.0), k
+
+
+def _atoms(psi: "Conjugate", g: int) -> np.ndarray:
+    """Group g's grid of s: _S_DENSE and the conjugate's kinks, where its slope is inside (_SLOPE_LOW, its largest
+    slope - _SLOPE_LOW) and one point beyond on each side (outside, the constraints are slack or the conjugate is
+    the line s * A_max; restricting the dual's measure to a grid only loosens the bound, never invalidates it)."""
+    kinks = psi.kinks(g)
+    kinks = kinks[(kinks > _S_DENSE[0]) & (kinks < _S_DENSE[-1])]
+    if kinks.size > _MAX_KINKS:
+        kinks = kinks[np.linspace(0, kinks.size - 1, _MAX_KINKS).astype(np.int64)]
+    dense = np.union1d(_S_DENSE, kinks)
+    slope = np.gradient(psi.per_target(dense)[g], dense)
+    inside = np.flatnonzero((slope > _SLOPE_LOW) & (slope < slope.max() - _SLOPE_LOW))
+    if inside.size < 2:
+        return np.geomspace(1e-2, 1e4, 9)
+    return dense[max(inside[0] - 1, 0): inside[-1] + 2]
 
 
 def _prior_tail(p: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -471,26 +637,6 @@ def _law(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, float]:
     on counts[k] targets (n = the total of ``counts``; none left: N = 0)."""
     d = tails.distribution_grouped(q[counts > 0], counts[counts > 0])
     return d.dense(), float(d.trimmed)
-
-
-def _attack_laws(p: np.ndarray, counts: np.ndarray, groups: list) -> tuple[np.ndarray, np.ndarray]:
-    """(p0, r0): the mean over theta in _INNER_THETAS of the law of N and of each group's mean Pr[N = j, target i right]
-    for the attack that guesses each target's likeliest value with probability theta (its own coin) and abstains
-    otherwise: independent successes of probability theta p_k for the counts[k] targets of distinct prior k
-    (``groups``: lists of k). Each is a real attack, so its law meets every constraint of Theorem 4, and so does the
-    mean (the constraints are convex); the mix covers every count from 0 up."""
-    n = int(counts.sum())
-    p0, r0 = np.zeros(n + 1), np.zeros((len(groups), n + 1))
-    for theta in _INNER_THETAS:
-        q = theta * p
-        p0 += _law(q, counts)[0]
-        for g, members in enumerate(groups):
-            size = float(counts[list(members)].sum())
-            for k in members:
-                rest = counts.copy()
-                rest[k] -= 1
-                r0[g, 1:] += counts[k] * q[k] * _law(q, rest)[0] / size  # the others: j = 0 .. n - 1
-    return p0 / _INNER_THETAS.size, r0 / _INNER_THETAS.size
 
 
 def pooled_conjugate(profile: PrivacyProfile, runs: list[Distributions], groups: int = MAX_GROUPS) -> Conjugate:
@@ -520,47 +666,9 @@ def expected_prior_run_counts(profile: PrivacyProfile, runs: list[Distributions]
                               groups: int = MAX_GROUPS, at_most: bool = False) -> list[int]:
     """Theorem 4 over the mixture of the runs (``pooled_conjugate`` with ``groups`` blocks): the smallest c with
     mean_r Pr_r[N >= c + 1] bounded by the target, for each target (``at_most``: as in ``prior_run_counts``)."""
-    return _counts(PriorRun(profile, None, pooled_conjugate(profile, runs, check_groups(groups))), targets, hint,
+    psi = pooled_conjugate(profile, runs, check_groups(groups))
+    return _counts(lambda: PriorRun(profile, None, psi), targets, hint,
                    at_most)
-
-
-def _positive_part_sums(s: np.ndarray, up: np.ndarray, down: np.ndarray) -> np.ndarray:
-    """sum_j max(s up_j - down_j, 0) at every entry of s, in O((len(s) + n) log n) instead of a (len(s), n) array.
-
-    The sum is piecewise linear in s with a breakpoint at t_j = down_j / up_j per term: a term with up_j > 0 is
-    s up_j - down_j for s > t_j (0 below), one with up_j < 0 is so for s < t_j, one with up_j = 0 is the constant
-    max(-down_j, 0). With the breakpoints sorted, the active terms at s are a prefix (up_j > 0) or a suffix (up_j < 0),
-    so the sum is s U - D with U, D prefix (suffix) sums of up and down. A term at its breakpoint is 0 either way.
-    """
-    s = np.asarray(s, dtype=float)
-    out = np.full(s.shape, float(np.sum(np.maximum(-down[up == 0.0], 0.0))))
-    for rising in (True, False):
-        pick = up > 0.0 if rising else up < 0.0
-        if not np.any(pick):
-            continue
-        t = down[pick] / up[pick]
-        order = np.argsort(t, kind="stable")
-        t, u, d = t[order], up[pick][order], down[pick][order]
-        if rising:  # active where t_j < s: the first k terms
-            k = np.searchsorted(t, s, side="left")
-            su, sd = np.concatenate([[0.0], np.cumsum(u)]), np.concatenate([[0.0], np.cumsum(d)])
-        else:  # active where t_j > s: the terms from k on
-            k = np.searchsorted(t, s, side="right")
-            su = np.concatenate([np.cumsum(u[::-1])[::-1], [0.0]])
-            sd = np.concatenate([np.cumsum(d[::-1])[::-1], [0.0]])
-        out += np.maximum(s * su[k] - sd[k], 0.0)
-    return out
-
-
-def _start(s_dense: np.ndarray, psi_dense: np.ndarray) -> np.ndarray:
-    """Starting cuts of one group: _START_CUTS values of s, log-spaced over where the conjugate's slope (the success
-    probability its tangent touches) is between _START_LOW and its largest value less _START_LOW: outside, the
-    constraints hold for every law of N."""
-    slope = np.gradient(psi_dense, s_dense)
-    inside = np.flatnonzero((slope > _START_LOW) & (slope < slope.max() - _START_LOW))
-    if inside.size < 2:
-        return np.array(_S_START)
-    return np.geomspace(s_dense[inside[0]], s_dense[inside[-1]], _START_CUTS)
 
 
 def prior_run_tail(profile: PrivacyProfile, dists: Distributions, v: int, groups: int = MAX_GROUPS) -> float:
@@ -578,7 +686,7 @@ def prior_run_counts(profile: PrivacyProfile, dists: Distributions, targets, hin
     needs, ``count_bounds``): the search looks only below the hint and returns the hint itself where Theorem 4
     certifies no smaller count, as Theorem 5's search does; the LPs of the far tail above the hint (the slowest, and
     the least stable numerically) are not solved."""
-    return _counts(PriorRun(profile, dists, groups=groups), targets, hint, at_most)
+    return _counts(lambda: PriorRun(profile, dists, groups=groups), targets, hint, at_most)
 
 
 def check_groups(groups) -> int:
@@ -589,14 +697,19 @@ def check_groups(groups) -> int:
     return int(groups)
 
 
-def _counts(run: "PriorRun", targets, hint, at_most: bool = False) -> list[int]:
-    """``run``'s count for each target, each search started from its hint (n / 2 without one); with ``at_most``, no
-    larger than the hint."""
+def _counts(make_run, targets, hint, at_most: bool = False) -> list[int]:
+    """The count for each target, each searched on its own ``make_run()`` (a fresh PriorRun: a confidence's count does
+    not depend on which other confidences the call asks, and one search's wide window of counts does not slow the next
+    one's LPs), from its hint (n / 2 without one); with ``at_most``, no larger than the hint."""
     targets = np.atleast_1d(np.asarray(targets, dtype=float))
     if at_most and hint is None:
         raise ValueError("at_most=True needs a hint: the count it may not exceed (the other theorems' count).")
-    hints = np.full(targets.shape, run.n // 2) if hint is None else np.atleast_1d(hint)
-    return [_smallest_count(run, float(t), int(min(max(h, 0), run.n)), at_most) for t, h in zip(targets, hints)]
+    out = []
+    for i, t in enumerate(targets):
+        run = make_run()
+        h = run.n // 2 if hint is None else np.atleast_1d(hint)[i]
+        out.append(_smallest_count(run, float(t), int(min(max(h, 0), run.n)), at_most))
+    return out
 
 
 def _smallest_count(run: PriorRun, target: float, start: int, at_most: bool = False) -> int:
@@ -605,7 +718,7 @@ def _smallest_count(run: PriorRun, target: float, start: int, at_most: bool = Fa
     tail is smooth in c, so a count a few steps from the hint costs three or four LPs). With ``at_most``: the same
     search, ended with ``start`` as soon as the count is known to be above it (its first step, tail(start + 1), is
     the search's own, so wherever Theorem 4 certifies ``start`` the search and its cuts are those without it)."""
-    f = lambda c: math.log(max(run.tail(c + 1, target), 1e-300)) - math.log(target)
+    f = lambda c: math.log(max(run.estimate(c + 1, target), 1e-300)) - math.log(target)
     # f(lo) > 0: tail(0) = 1 > target, and below ``unreachable`` a real attack's law is above the target (the search
     # used to spend minutes there, on LPs whose optimum is 1); f(hi) <= 0 (tail(n + 1) = 0)
     lo, hi = run.unreachable(target), run.n

@@ -1,6 +1,7 @@
 """The targets' prior successes and what one eps makes of them: the n priors grouped (``Priors``), Theorem 3.1's
 posterior cap ``beta``, the law of S*_eps = sum_i Bern(beta(eps, p_i)) (``pure_tail``) and the split theorem's
-per-target budget weights (``budget_weights``).
+per-target budget weights (``budget_weights``); and each target's whole prior, grouped (``Distributions``, of
+``PriorShape``s: ``prior_shape``), which the whole-prior theorems read (re-exported by ``whole_prior``).
 
 The theorems (``theorems``) and their searches over eps (``search``) both build on these; ``theorems`` re-exports
 the public names. Notation of Swanberg, Annamalai, Hayes, Balle, Smith, "A Unified Framework for Adversary-Aware
@@ -192,3 +193,166 @@ def budget_weights(eps: float, p: np.ndarray, numerator: np.ndarray) -> np.ndarr
     with np.errstate(divide="ignore"):
         log_den = np.logaddexp(eps + np.log(p), np.log1p(-p))
     return np.asarray(numerator, dtype=float) * np.exp(-log_den)
+
+
+#: A prior with more distinct probabilities than this has its tail rounded up onto a geometric grid
+#: (whole_prior.MAX_GROUPS).
+SHAPE_MAX_GROUPS = 64
+#: At most this many distinct priors enter Theorem 3's search (more are merged: Distributions.coarsened).
+MAX_SHAPES = 16
+#: Of those, the largest probabilities kept exactly.
+_EXACT_TOP = 32
+#: Relative tolerance on sum(distribution) = 1.
+_SUM_RTOL = 1e-6
+
+
+# --------------------------------------------------------------------------------------------
+# Each target's whole prior (Theorems 3, 4, 5 read it): one target's prior reduced to its distinct
+# probabilities (PriorShape), n targets' priors grouped (Distributions)
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class PriorShape:
+    """One target's prior as the bound sees it: distinct probabilities ``probs`` (descending) with
+    multiplicities ``mult``; ``p`` the largest probability (the a-priori guess's success), ``collision``
+    sum_x pi(x)^2, both of the prior as given; ``rounded`` says whether the tail was rounded up."""
+
+    probs: np.ndarray
+    mult: np.ndarray
+    p: float
+    collision: float
+    rounded: bool
+    key: bytes = field(repr=False)
+
+
+def prior_shape(distribution, *, name: str = "distribution", max_groups: int = SHAPE_MAX_GROUPS) -> PriorShape:
+    """A 1-d probability vector (summing to 1) as a ``PriorShape``.
+
+    Beyond ``max_groups`` distinct probabilities, the largest ``_EXACT_TOP`` stay exact and the others
+    are rounded up to the largest member of their bin of a geometric grid (valid: the whole-prior bound
+    is non-decreasing in every probability, THEORY.md section 8).
+    """
+    arr = _validate.vector(name, distribution, _validate.probability, what="one target's prior, probabilities")
+    total = float(np.sum(arr))
+    if abs(total - 1.0) > _SUM_RTOL:
+        raise _validate.ArgumentError(name, f"{name} must sum to 1 (one target's prior over its values), got a sum of {total!r}; "
+                         "normalise it (divide by its sum).")
+    collision = float(np.dot(arr, arr))
+    pos = np.sort(arr[arr > 0])[::-1]
+    probs, mult = _distinct_desc(pos)
+    return _rounded(probs, mult, float(pos[0]), collision, max_groups)
+
+
+def _rounded(probs: np.ndarray, mult: np.ndarray, p: float, collision: float, max_groups: int) -> PriorShape:
+    """The PriorShape of distinct descending probabilities, the tail rounded up beyond ``max_groups`` groups."""
+    rounded = False
+    if probs.size > max_groups:
+        top = min(_EXACT_TOP, max_groups // 2)
+        rest, rest_mult = probs[top:], mult[top:]
+        bins = max_groups - top
+        ratio = (rest[0] / rest[-1]) ** (1.0 / bins) if rest[-1] > 0 else 2.0
+        ratio = max(ratio, 1.0 + 1e-12)
+        idx = np.minimum(np.floor(np.log(rest[0] / rest) / math.log(ratio)).astype(np.int64), bins - 1)
+        first = np.flatnonzero(np.diff(np.concatenate([[-1], idx])) != 0)
+        binned = rest[first]  # the largest member of each bin (rest is descending)
+        counts = np.add.reduceat(rest_mult, first)
+        probs = np.concatenate([probs[:top], binned])
+        mult = np.concatenate([mult[:top], counts])
+        rounded = True
+    key = np.concatenate([probs, np.asarray(mult, dtype=float)]).tobytes()
+    return PriorShape(probs=probs, mult=np.asarray(mult, dtype=np.int64), p=p, collision=collision,
+                      rounded=rounded, key=key)
+
+
+def _shape_unchecked(desc: np.ndarray, max_groups: int = SHAPE_MAX_GROUPS) -> PriorShape:
+    """A PriorShape of a descending positive vector that may sum to more than 1 (a dominating vector)."""
+    probs, mult = _distinct_desc(desc)
+    return _rounded(probs, mult, float(desc[0]), float(np.dot(desc, desc)), max_groups)
+
+
+def _distinct_desc(pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct values of a descending array and their multiplicities, descending."""
+    change = np.flatnonzero(np.diff(pos) != 0) + 1
+    starts = np.concatenate([[0], change])
+    return pos[starts], np.diff(np.append(starts, pos.size))
+
+
+@dataclass(frozen=True, eq=False)
+class Distributions:
+    """n targets' priors, grouped: ``counts[g]`` targets have prior ``shapes[g]`` (a ``PriorShape``).
+
+    ``Distributions.of(rows)`` groups a 2-d array (n, d) or a sequence of 1-d arrays; targets whose
+    priors are equal up to a permutation of the values share a group (the bounds depend on the
+    multiset of probabilities only). Every theorem taking ``distributions=`` takes this too.
+    """
+
+    shapes: tuple
+    counts: np.ndarray
+
+    @classmethod
+    def of(cls, rows, name: str = "distributions") -> "Distributions":
+        if isinstance(rows, Distributions):
+            return rows
+        given, rows = rows, _validate.distributions(name, rows)
+        if isinstance(given, np.ndarray):  # (a list of rows keeps the grouping in order of first appearance)
+            sorted_rows = np.ascontiguousarray(-np.sort(-_validate.probability(name, rows), axis=1))
+            # one opaque element per row: np.unique on bytes is much faster than on rows (axis=0)
+            keys = sorted_rows.view(np.dtype((np.void, sorted_rows.dtype.itemsize * sorted_rows.shape[1]))).ravel()
+            _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+            counts = np.bincount(inverse.ravel(), minlength=len(first))
+            shapes = tuple(prior_shape(sorted_rows[i], name=f"{name}[{int(i)}]") for i in first)
+            return cls(shapes, counts.astype(np.int64))
+        groups: dict[bytes, int] = {}
+        shapes, counts = [], []
+        for i, r in enumerate(rows):
+            s = prior_shape(r, name=f"{name}[{i}]")
+            g = groups.get(s.key)
+            if g is None:
+                groups[s.key] = len(shapes)
+                shapes.append(s)
+                counts.append(1)
+            else:
+                counts[g] += 1
+        return cls(tuple(shapes), np.asarray(counts, dtype=np.int64))
+
+    @property
+    def n(self) -> int:
+        return int(np.sum(self.counts))
+
+    def coarsened(self, max_shapes: int = MAX_SHAPES) -> "Distributions":
+        """At most ``max_shapes`` groups: targets sorted by p are cut into runs of similar p, and each run's prior
+        is replaced by the elementwise maximum of its members' descending probability vectors (a vector that
+        dominates every member: the bound is non-decreasing in every probability, THEORY.md section 8, so
+        every member's budget and threshold may be read from it). Unchanged when already small enough."""
+        if len(self.shapes) <= max_shapes:
+            return self
+        order = np.argsort([s.p for s in self.shapes], kind="stable")
+        runs = np.array_split(order, max_shapes)
+        shapes, counts = [], []
+        for run in runs:
+            members = [self.shapes[i] for i in run]
+            width = max(int(np.sum(s.mult)) for s in members)
+            top = np.zeros(width)
+            for s in members:
+                vec = np.repeat(s.probs, s.mult)
+                top[: vec.size] = np.maximum(top[: vec.size], vec)
+            shapes.append(_shape_unchecked(top[top > 0]))
+            counts.append(int(np.sum(self.counts[run])))
+        return Distributions(tuple(shapes), np.asarray(counts, dtype=np.int64))
+
+    @property
+    def uniform(self) -> bool:
+        """Every target's prior is uniform over its support. ``count_bounds`` then skips Theorem 3 (for speed):
+        on uniform priors its count was never below Theorem 1's (mu-GDP, mu in {0.27, 0.5, 1, 2}, k in {2, 10},
+        n in {10, 100}, confidences 0.05 / 0.5 / 0.95: equal or one above), since for (eps, delta)-DP Lemma 2
+        is the exact one-target excess at beta(eps, p) on a uniform prior. ``tail_bound`` and
+        ``success_bound`` still include it."""
+        return all(s.probs.size == 1 and not s.rounded for s in self.shapes)
+
+    @property
+    def p(self) -> np.ndarray:
+        """Each group's prior success of one exact a-priori guess, max pi."""
+        return np.array([s.p for s in self.shapes])
+
+    @property
+    def collision(self) -> np.ndarray:
+        return np.array([s.collision for s in self.shapes])

@@ -19,7 +19,9 @@ chance that a fresh record from D_i counts as attacked by the guess), ``beta`` t
                           probabilities per group): every theorem taking ``p`` (n,) takes it too.
 
 The searches over each theorem's free parameters (eps, J, the whole prior's threshold t, and count_bound's
-search over (v, eps)) are ``search``'s; the priors and the per-target quantities at one eps are ``priors``'s.
+search over (v, eps)) are ``search``'s; the priors and the per-target quantities at one eps are ``priors``'s. Which
+theorems apply and their minimum (``tail_bound``, ``count_bounds``, ``expected_tail``, ``expected_count_bounds``)
+are ``registry``'s: every theorem is one object there, with its name, numbers and operations.
 """
 from __future__ import annotations
 
@@ -29,12 +31,10 @@ import numpy as np
 
 from stages._bisect import NOISE_RTOL, bisect, double_until, smallest_noise
 
-from . import _validate, designated_run, prior_run, whole_prior
-from .priors import Priors, beta, budget_weights, grouped, pure_tail
+from . import _validate, prior_run, registry, whole_prior  # noqa: F401 (whole_prior: T.whole_prior in callers)
+from .priors import Distributions, Priors, beta, budget_weights, grouped, pure_tail
 from .profiles import DPSGD, GAMES, ApproxDP, ComposedGaussian, PrivacyProfile, for_game, pure_epsilon_of
-from .search import (EPS_CEILING, ExpectedRun, OneRun, WholePriorRun, count_search, expected_whole_prior_counts,
-                     expected_whole_prior_tail, minimise_over_eps, split_counts, whole_prior_counts, whole_prior_tail)
-from .whole_prior import Distributions
+from .search import EPS_CEILING, OneRun, WholePriorRun, minimise_over_eps, whole_prior_counts, whole_prior_tail
 
 __all__ = [
     "Priors", "beta", "budget_weights", "pure_epsilon_of", "EPS_CEILING",
@@ -51,17 +51,17 @@ __all__ = [
 # argument handling
 # --------------------------------------------------------------------------------------------
 #: The name and version of the theorem behind every non-pure bound here, recorded in metrics.json so
-#: results computed under the paper's (invalid) one-run theorem can be told apart.
-SPLIT_THEOREM = "split one-run theorem (THEORY.md Thm 1)"
-SPLIT_THEOREM_VERSION = 2
+#: results computed under the paper's (invalid) one-run theorem can be told apart (registry.SPLIT).
+SPLIT_THEOREM = registry.SPLIT.name
+SPLIT_THEOREM_VERSION = registry.SPLIT_THEOREM_VERSION
 #: The version of the default bound (the one_run box, count_bound): 2 = Theorem 1 alone; 3 = the minimum over
 #: Theorem 1 (version 2), Theorem 3 (the whole prior, whole_prior.WHOLE_PRIOR_VERSION) and Theorem 3.1; 4 = also
-#: Theorem 4 (MMC's one-run argument with the whole prior, prior_run.PRIOR_RUN_VERSION) for n <= PRIOR_RUN_MAX_TARGETS.
+#: Theorem 4 (MMC's one-run argument with the whole prior, prior_run.PRIOR_RUN_VERSION) at every n.
 DEFAULT_BOUND_VERSION = 4
-#: Theorem 2 (the expected box) and its whole-prior companion, averaged over the trials.
-EXPECTED_THEOREM = "Theorem 3.2 with the split budget (THEORY.md Thm 2), averaged over the trials"
-EXPECTED_WHOLE_PRIOR_THEOREM = "whole-prior theorem (THEORY.md Thm 3), averaged over the trials"
-EXPECTED_PRIOR_RUN_THEOREM = "whole-prior one-run count (THEORY.md Thm 4), averaged over the trials"
+#: Theorem 2 (the expected box) and Corollaries 3.1 and 4.1 (Theorems 3 and 4 averaged over the trials).
+EXPECTED_THEOREM = registry.EXPECTED.name
+EXPECTED_WHOLE_PRIOR_THEOREM = registry.EXPECTED_WHOLE_PRIOR.name
+EXPECTED_PRIOR_RUN_THEOREM = registry.EXPECTED_PRIOR_RUN.name
 #: The expected box's version: 1 = Theorem 2 alone; 2 = with the targets' whole priors (one exact guess), the minimum
 #: of Theorem 2 and, for one prior shared by every trial, count_bounds' theorems (a bound on every trial is one on
 #: their mixture), for a prior per trial, Theorems 3 and 4 over the trials (THEORY.md sections 8 and 9).
@@ -200,13 +200,12 @@ def tail_bound(profile, p=None, v=None, *, distributions=None, return_eps: bool 
     over its curve's eps' < eps is not (``pure_epsilon_of``).
 
     ``distributions``: each target's whole prior (a 2-d array (n, d), a sequence of 1-d arrays, or
-    ``whole_prior.Distributions``). With them, for one exact guess, p may be None (p_i = max pi_i) and
+    ``priors.Distributions``). With them, for one exact guess, p may be None (p_i = max pi_i) and
     the whole-prior theorem (THEORY.md, Theorem 3) joins: the smaller bound is returned, and
     ``return_eps`` returns the winning theorem's parameter (eps for Theorems 1 and 3.1, the threshold
     parameter t for Theorem 3, nan for MMC's tail bound (Mahloujifar, Melis & Chaudhuri, arXiv:2410.22235),
     which joins for one exact guess on priors 1/k: stages/bound/MMC_CHECK.md, and nan for Theorem 4, MMC's argument
-    with the whole prior, which joins with ``distributions`` for one exact guess and n <=
-    prior_run.PRIOR_RUN_MAX_TARGETS: THEORY.md section 9).
+    with the whole prior, which joins with ``distributions`` for one exact guess at every n: THEORY.md section 9).
 
     ``set_size``: with ``set_valued=True`` and ``distributions``, the most values a target's success set holds (k
     guesses of windows of w values: k w); Theorem 3 then joins with Lemma 4' (THEORY.md section 8), its thresholds
@@ -225,27 +224,10 @@ def tail_bound(profile, p=None, v=None, *, distributions=None, return_eps: bool 
     v = _validate.integer("v", v)
     if v <= 0 or v > g.n:
         return _trivial_tail(v, return_eps)
-    if dists is not None and g.n == 1 and not set_valued and int(np.sum(dists.shapes[0].mult)) == 2:
-        # one target on two values: Theorem 3's closed form is the exact worst case (THEORY.md section 8, "Two
-        # values in closed form"); every other theorem's bound is at least that, less its 1e-12 rounding margin
-        value, best = whole_prior_tail(profile, dists, 1)
-        return (value, best) if return_eps else value
-    value, best = _split_tail(profile, g, v, pure, set_valued, rtol)
-    if dists is not None:
-        whole, t = whole_prior_tail(profile, dists, v, k)
-        if whole < value:
-            value, best = whole, t
-    if not set_valued and pure is None and _mmc_applies(g):
-        from . import prior_work
-
-        mmc = prior_work.mmc_tail_bound(profile, np.repeat(g.values, g.counts), v)
-        if mmc < value:
-            value, best = mmc, math.nan  # MMC's bound has no eps parameter
-    if _prior_run_applies(dists, set_valued):
-        run = prior_run.prior_run_tail(profile, dists, v)
-        if run < value:
-            value, best = run, math.nan  # nor has Theorem 4
-    return (value, best) if return_eps else value
+    # every registered theorem that applies (one target on two values: Theorem 3's closed form alone, the exact
+    # worst case; registry._two_values)
+    best = registry.REGISTRY.minimum(registry.Setting(profile, g, dists, set_valued, k, game), "tail", v, rtol=rtol)
+    return (best.value, best.parameter) if return_eps else best.value
 
 
 def split_tail_bound(profile, p, v, *, return_eps: bool = False, rtol: float = 1e-7, game: str = "reconstruction",
@@ -297,7 +279,7 @@ def count_bound(profile, p=None, confidence=0.95, *, distributions=None, game: s
     eps-DP profile gets Theorem 3.1, ``pure_dp_count_bound``, at its own eps).
 
     ``distributions``: each target's whole prior (a 2-d array (n, d), a sequence of 1-d arrays, or
-    ``whole_prior.Distributions``); with them, for one exact guess, ``p`` may be None (p_i = max pi_i)
+    ``priors.Distributions``); with them, for one exact guess, ``p`` may be None (p_i = max pi_i)
     and the whole-prior theorem (THEORY.md, Theorem 3) joins the minimum; for set-valued success it joins when
     ``set_size`` (the most values a success set holds) is given too (``tail_bound``).
     """
@@ -315,8 +297,8 @@ def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: 
     ``distributions`` for one exact guess the whole-prior theorem (Theorem 3, skipped on uniform priors), and for
     one exact guess on priors 1/k (abstentions 0) MMC's one-run count (arXiv:2410.22235; checked step by step in
     stages/bound/MMC_CHECK.md; up to MMC_MAX_TARGETS guessed targets), and with ``distributions`` for one exact guess
-    Theorem 4 (MMC's argument with each target's whole prior, THEORY.md section 9; up to
-    prior_run.PRIOR_RUN_MAX_TARGETS targets, uniform priors included). ``counts`` is their
+    Theorem 4 (MMC's argument with each target's whole prior, THEORY.md section 9; at every n, through count blocks
+    above 300 targets (Corollary 9.3), uniform priors included). ``counts`` is their
     minimum, per confidence; ``winner(by_theorem)`` names the theorem that gave it. Theorems 4 and 5 are searched only
     below the theorems listed before them, so their entries are at most those theorems' minimum (equal to it where
     they certify nothing smaller; ``prior_run.prior_run_counts`` gives Theorem 4's own count). Shapes follow
@@ -336,61 +318,15 @@ def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: 
     designated = _validate.boolean("designated", designated)
     conf = _validate.confidence("confidence", confidence)
     confs = np.atleast_1d(conf).ravel()
-    targets = 1.0 - confs
-    # the same targets bounded again (an attack's variants share the prior and the release's profile): memoised
-    key = (profile.identity(), set_valued, k, g.values.tobytes(), g.counts.tobytes(),
-           None if g.collision is None else g.collision.tobytes(),
-           None if dists is None else (tuple(s.key for s in dists.shapes), dists.counts.tobytes()), confs.tobytes(),
-           designated, groups)
-    if key in _COUNTS_MEMO:
-        out, by = _COUNTS_MEMO[key]
-    else:
-        out, by = _count_bounds(profile, g, dists, pure, set_valued, confs, targets, k or 1, designated, groups)
-        if len(_COUNTS_MEMO) >= 256:
-            _COUNTS_MEMO.clear()
-        _COUNTS_MEMO[key] = (out, by)
-    shape = lambda a: int(a[0]) if conf.ndim == 0 else np.array(a).reshape(conf.shape)  # a copy: the memo stays
-    return shape(out), {name: shape(v) for name, v in by.items()}
+    setting = registry.Setting(profile, g, dists, set_valued, k, game, designated=designated, groups=groups)
+    best = registry.REGISTRY.minimum(setting, "counts", confs, memo=_COUNTS_MEMO)
+    shape = lambda a: int(a[0]) if conf.ndim == 0 else np.array(a).reshape(conf.shape)
+    return shape(best.value), {name: shape(v) for name, v in best.by.items()}
 
 
+#: Each theorem's counts by what it reads (registry.Registry.minimum's memo): the same targets bounded again (an
+#: attack's variants share the prior and the release's profile; the expected box's variants, the shared prior).
 _COUNTS_MEMO: dict = {}
-
-
-def _count_bounds(profile, g: Priors, dists, pure, set_valued: bool, confs: np.ndarray, targets: np.ndarray,
-                  set_size: int = 1, designated: bool = False, groups: int = prior_run.MAX_GROUPS):
-    """count_bounds' work: each applicable theorem's counts and their minimum (arrays over the confidences)."""
-    by: dict[str, np.ndarray] = {}
-    if pure is not None:
-        by[PURE_THEOREM] = np.atleast_1d(pure_dp_count_bound(pure, g, confs))
-    else:
-        by[SPLIT_THEOREM] = np.array(split_counts(OneRun(profile, g, set_valued), targets), dtype=int)
-    if dists is not None and not dists.uniform:
-        by[whole_prior.WHOLE_PRIOR_THEOREM] = np.array(whole_prior_counts(profile, dists, targets, set_size), dtype=int)
-    if not set_valued and pure is None:
-        mmc = _mmc_counts(profile, g, confs)
-        if mmc is not None:
-            by[MMC_THEOREM] = mmc
-    if _prior_run_applies(dists, set_valued):
-        best = np.min(np.stack(list(by.values())), axis=0)
-        # only below the other theorems' count: the minimum needs no more (ties go to the theorem listed first)
-        by[prior_run.PRIOR_RUN_THEOREM] = np.array(prior_run.prior_run_counts(profile, dists, targets, hint=best,
-                                                                              groups=groups, at_most=True), dtype=int)
-    if designated and _designated_applies(dists, set_valued):
-        best = np.min(np.stack(list(by.values())), axis=0)
-        by[designated_run.DESIGNATED_RUN_THEOREM] = np.array(
-            designated_run.designated_run_counts(profile, dists, targets, best), dtype=int)
-    return np.min(np.stack(list(by.values())), axis=0), by
-
-
-def _designated_applies(dists, set_valued: bool) -> bool:
-    """Theorem 5 (THEORY.md section 10): one exact guess, each target's prior known, at most
-    DESIGNATED_RUN_MAX_TARGETS."""
-    return dists is not None and not set_valued and dists.n <= designated_run.DESIGNATED_RUN_MAX_TARGETS
-
-
-def _prior_run_applies(dists, set_valued: bool) -> bool:
-    """Theorem 4 (THEORY.md section 9): one exact guess, each target's prior known, at most PRIOR_RUN_MAX_TARGETS."""
-    return dists is not None and not set_valued and dists.n <= prior_run.PRIOR_RUN_MAX_TARGETS
 
 
 def winner(by_theorem: dict) -> list[str] | str:
@@ -402,38 +338,12 @@ def winner(by_theorem: dict) -> list[str] | str:
 
 
 #: MMC's count (Mahloujifar, Melis & Chaudhuri, "Auditing f-Differential Privacy in One Run", arXiv:2410.22235) in the
-#: theorem records, and the most guessed targets it runs on (its recursion is O(n) Python steps an evaluation: 0.26 s
-#: at n = 1e3, 3.5 s at 1e4).
-MMC_THEOREM = "MMC one-run count (ICML 2025 Thm 3.2)"
-MMC_MAX_TARGETS = 2000
+#: theorem records, and the most guessed targets it runs on (registry.MMC, registry.mmc_applies).
+MMC_THEOREM = registry.MMC.name
+MMC_MAX_TARGETS = registry.MMC_MAX_TARGETS
 
-
-def _mmc_counts(profile: PrivacyProfile, g: Priors, confs: np.ndarray):
-    """MMC's count where its conditions hold (stages/bound/MMC_CHECK.md: one exact guess, independent priors, every
-    guessed target's prior success 1/k for one k, a replace-one profile, which the caller has made it), else None."""
-    from . import prior_work
-
-    if not _mmc_applies(g):
-        return None
-    return np.atleast_1d(prior_work.mmc_bound(profile, np.repeat(g.values, g.counts), confidence=confs)).astype(int)
-
-
-def _mmc_applies(g: Priors) -> bool:
-    """Every guessed target's prior success is 1/k for one k (abstentions 0), at most MMC_MAX_TARGETS guessed."""
-    from . import prior_work
-
-    n_guessed = int(np.sum(g.counts[g.values > 0]))
-    if n_guessed == 0 or n_guessed > MMC_MAX_TARGETS:
-        return False
-    try:
-        prior_work.uniform_candidates(g.values, bound="mmc")
-    except ValueError:
-        return False
-    return True
-
-
-#: Theorem 3.1's name in the theorem records.
-PURE_THEOREM = "Theorem 3.1 (eps-DP, the posterior argument)"
+#: Theorem 3.1's name in the theorem records (registry.PURE; the boxes add what they read: registry.Z_STAR ...).
+PURE_THEOREM = registry.PURE.name
 
 
 # --------------------------------------------------------------------------------------------
@@ -441,7 +351,7 @@ PURE_THEOREM = "Theorem 3.1 (eps-DP, the posterior argument)"
 # --------------------------------------------------------------------------------------------
 def _targets_priors(p, distributions, set_valued: bool, collision=None, name: str = "p", set_size: int | None = None,
                     use_collision: bool = True):
-    """(the split theorem's Priors, the targets' whole priors as whole_prior.Distributions or None).
+    """(the split theorem's Priors, the targets' whole priors as priors.Distributions or None).
 
     Without ``distributions`` this is ``grouped(p, collision)``. With them, for one exact guess p may be
     None (p_i = max pi_i is derived) or must agree with it; for set-valued success p is required (it
@@ -474,7 +384,7 @@ def _targets_priors(p, distributions, set_valued: bool, collision=None, name: st
     if collision is not None:
         raise _validate.ArgumentError("collision", f"collision must be None when distributions are given for one exact "
                                                    f"guess (it does not enter the bound), got {collision!r}.")
-    derived = Priors._unchecked(*_merge(dists.p, dists.counts))
+    derived = _derived(dists)
     if p is not None:
         g = grouped(p)
         _validate.same_targets(name, g.n, "distributions", derived.n)
@@ -483,6 +393,11 @@ def _targets_priors(p, distributions, set_valued: bool, collision=None, name: st
             raise _validate.ArgumentError(name, f"{name} must be the largest probability of each target's distribution (one exact guess), "
                              f"got prior successes that differ from max(distribution); pass p=None to derive them.")
     return derived, dists
+
+
+def _derived(dists: Distributions) -> Priors:
+    """The prior successes of one exact a-priori guess, p_i = max pi_i, from the whole priors."""
+    return Priors._unchecked(*_merge(dists.p, dists.counts))
 
 
 def _merge(values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -572,8 +487,7 @@ def expected_tail(profile, p_runs, v, *, eps=None, distributions=None, game: str
     ``distributions`` (one exact guess only): each target's whole prior, one for every run or one per run (as
     ``expected_count_bounds`` takes them); the value is then the smaller of Theorem 2's and, for one shared prior,
     ``tail_bound``'s with it (a bound on every run; standard error 0), for a prior per run, Theorem 3 averaged over
-    the runs (standard error of the runs' own values at its t and J) and, up to prior_run.PRIOR_RUN_MAX_TARGETS
-    targets, Theorem 4 over the runs (standard error 0). Without ``eps``.
+    the runs (standard error of the runs' own values at its t and J) and Theorem 4 over the runs (standard error 0). Without ``eps``.
     """
     profile = _profile(profile, game)
     set_valued = _check_set_valued(set_valued)
@@ -587,41 +501,20 @@ def expected_tail(profile, p_runs, v, *, eps=None, distributions=None, game: str
         return 1.0, 0.0
     if v > n:
         return 0.0, 0.0
-    value, se = _expected_split_tail(profile, runs, v, eps)
-    if shared is not None:
-        whole = (float(tail_bound(profile, None, v, distributions=shared, game=game)) if not set_valued
-                 else whole_prior_tail(profile, shared, v, k)[0])
-        if whole < value:
-            value, se = whole, 0.0
-    elif per_run is not None:
-        whole, _, whole_se = expected_whole_prior_tail(profile, per_run, v, k)
-        if whole < value:
-            value, se = whole, whole_se
-        if n <= prior_run.PRIOR_RUN_MAX_TARGETS and not set_valued:
-            pooled = prior_run.PriorRun(profile, None, prior_run.pooled_conjugate(profile, per_run)).tail(v)
-            if pooled < value:
-                value, se = pooled, 0.0  # a bound on the mixture from the runs' priors (no estimate of a mean)
-    return float(value), se
+    # Theorem 2, then for one shared prior tail_bound's theorems (a bound on every run: standard error 0), for a
+    # prior per run Corollaries 3.1 and 4.1 (registry)
+    best = registry.REGISTRY.minimum(_expected_setting(profile, runs, shared, per_run, set_valued, k, game), "tail",
+                                     v, eps=eps)
+    return float(best.value), best.standard_error
 
 
-def _expected_split_tail(profile: PrivacyProfile, runs: list[Priors], v: int, eps) -> tuple[float, float]:
-    """Theorem 2's value and standard error (expected_tail without the whole priors)."""
-    pure = pure_epsilon_of(profile)
-    run = ExpectedRun(profile, runs)
-    if eps is not None:
-        best = float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))
-        if pure is not None and best < pure:
-            raise ValueError(f"eps must be >= the profile's eps = {pure!r} for {profile!r} (Theorem 3.1 holds at "
-                             f"the profile's eps, the one-run point below it is not a valid bound), got {best!r}.")
-        value = run.objective(best, v)
-    elif pure is not None:
-        best = pure
-        value = run.objective(best, v)
-    else:
-        value, best = minimise_over_eps(run, v)
-    per_run = np.array([t.value(v) for t in run.per_run(best)])
-    se = float(np.std(per_run, ddof=1) / math.sqrt(len(per_run))) if len(per_run) > 1 else math.nan
-    return float(value), se
+def _expected_setting(profile, runs, shared, per_run, set_valued: bool, k, game: str, designated: bool = False,
+                      groups: int = prior_run.MAX_GROUPS) -> registry.Setting:
+    """The expected_* functions' Setting: the runs, and one prior shared by every run (whose one exact a-priori guess
+    the theorems of one release read) or a prior per run."""
+    p = _derived(shared) if shared is not None and not set_valued else None
+    return registry.Setting(profile, p, shared, set_valued, k, game, runs=tuple(runs),
+                            per_run=None if per_run is None else tuple(per_run), designated=designated, groups=groups)
 
 
 def expected_count_bound(profile, p_runs, confidence=0.95, *, distributions=None, game: str = "reconstruction",
@@ -658,7 +551,7 @@ def expected_count_bounds(profile, p_runs, confidence=0.95, *, distributions=Non
     every theorem of ``count_bounds`` with it bounds each run, hence their mixture, and joins; or a prior per run (a
     3-d array (R, n, d) or a sequence of R 2-d arrays / Distributions, in the order of ``p_runs``): Theorem 3 with
     its tails and budgets averaged over the runs at each threshold t (THEORY.md section 8, "Over the trials"), and
-    up to prior_run.PRIOR_RUN_MAX_TARGETS targets Theorem 4 with its conjugates averaged over the runs (section 9).
+    Theorem 4 with its conjugates averaged over the runs (section 9).
     ``p_runs`` stays the prior success of each run's actual guesses (Theorem 2's). For set-valued success
     (``set_valued=True``) the whole priors need ``set_size`` (the most values a success set holds): Theorem 3 with
     Lemma 4' joins, for one shared prior (it bounds every run) or averaged over the runs; Theorem 4 and MMC's count
@@ -676,39 +569,12 @@ def expected_count_bounds(profile, p_runs, confidence=0.95, *, distributions=Non
     confs = np.atleast_1d(conf).ravel()
     shared, per_run = _run_distributions(distributions, runs)
     _check_expected_whole(shared, per_run, set_valued, k, None)
-    by = {EXPECTED_THEOREM: _expected_split_counts(profile, runs, confs)}
-    if shared is not None and set_valued:
-        if not shared.uniform:
-            by[whole_prior.WHOLE_PRIOR_THEOREM] = np.array(whole_prior_counts(profile, shared, 1.0 - confs, k), dtype=int)
-    elif shared is not None:
-        _, one_run = count_bounds(profile, None, confs, distributions=shared, game=game, designated=designated,
-                                  groups=groups)
-        by.update(one_run)
-    elif per_run is not None:
-        by[EXPECTED_WHOLE_PRIOR_THEOREM] = np.array(expected_whole_prior_counts(profile, per_run, 1.0 - confs, k),
-                                                    dtype=int)
-        if runs[0].n <= prior_run.PRIOR_RUN_MAX_TARGETS and not set_valued:
-            best = np.min(np.stack(list(by.values())), axis=0)
-            by[EXPECTED_PRIOR_RUN_THEOREM] = np.array(
-                prior_run.expected_prior_run_counts(profile, per_run, 1.0 - confs, hint=best, groups=groups,
-                                                    at_most=True),
-                dtype=int)
-    out = np.min(np.stack([np.asarray(v, dtype=int).reshape(-1) for v in by.values()]), axis=0)
-    shape = lambda a: int(np.asarray(a).reshape(-1)[0]) if conf.ndim == 0 else np.asarray(a, dtype=int).reshape(conf.shape)
-    return shape(out), {name: shape(v) for name, v in by.items()}
-
-
-def _expected_split_counts(profile: PrivacyProfile, runs: list[Priors], confs: np.ndarray) -> np.ndarray:
-    """Theorem 2's counts (expected_count_bounds without the whole priors), one per confidence."""
-    run = ExpectedRun(profile, runs)
-    pure = pure_epsilon_of(profile)
-    if pure is not None:
-        out = [run.smallest_passing(pure, 1.0 - c) - 1 for c in confs]
-    else:
-        targets = 1.0 - confs
-        top = run.eps_max(float(np.min(targets)))
-        out = count_search(run, targets, seeds=run.grid(top, 10), top=top)
-    return np.array(out, dtype=int)
+    # Theorem 2, then for one shared prior count_bounds' theorems (each bounds every run: Theorems 4 and 5 searched
+    # below those of one release only, as count_bounds searches them), for a prior per run Corollaries 3.1 and 4.1
+    setting = _expected_setting(profile, runs, shared, per_run, set_valued, k, game, designated, groups)
+    best = registry.REGISTRY.minimum(setting, "counts", confs, memo=_COUNTS_MEMO)
+    shape = lambda a: int(np.asarray(a).reshape(-1)[0]) if conf.ndim == 0 else np.array(a, dtype=int).reshape(conf.shape)
+    return shape(best.value), {name: shape(v) for name, v in best.by.items()}
 
 
 # --------------------------------------------------------------------------------------------

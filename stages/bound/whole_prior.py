@@ -40,13 +40,15 @@ Everything here is numpy/scipy; the theorems' public entry points live in ``theo
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 from scipy import optimize, special
 
 from . import _solve, _validate, envelope
+# each target's whole prior, grouped, lives in priors; re-exported here (floor reads _EXACT_TOP, tests _shape_unchecked)
+from .priors import _EXACT_TOP, MAX_SHAPES, Distributions, PriorShape, _shape_unchecked, prior_shape  # noqa: F401
+from .priors import SHAPE_MAX_GROUPS as MAX_GROUPS  # noqa: F401
 from .profiles import PrivacyProfile
 
 __all__ = ["PriorShape", "prior_shape", "Distributions", "ExcessCurve", "excess_curve", "whole_prior_success",
@@ -62,14 +64,6 @@ WHOLE_PRIOR_THEOREM = "whole-prior theorem (THEORY.md Thm 3)"
 #    converged, lower by up to 1.2e-7 where twelve rounds of cuts had not (Zipf over 343 values, mu = 1).
 WHOLE_PRIOR_VERSION = 3
 
-#: A prior with more distinct probabilities than this has its tail rounded up onto a geometric grid.
-MAX_GROUPS = 64
-#: At most this many distinct priors enter Theorem 3's search (more are merged: Distributions.coarsened).
-MAX_SHAPES = 16
-#: Of those, the largest probabilities kept exactly.
-_EXACT_TOP = 32
-#: Relative tolerance on sum(distribution) = 1.
-_SUM_RTOL = 1e-6
 #: Largest eps whose lines enter the relaxation (beyond it a line constrains only P within e^-20 of 1,
 #: and its coefficients would strain the LP solver's scaling); dropping lines only loosens the bound.
 _EPS_LINES_MAX = 20.0
@@ -90,157 +84,6 @@ _DUAL_NEAREST = 4
 _CUT_SPREAD = 4
 #: At most this many eps of the profile's trade-off grid make lines (a thinned grid only loosens the bound).
 _MAX_LINES = 1500
-
-
-# --------------------------------------------------------------------------------------------
-# One target's prior, reduced to its distinct probabilities
-# --------------------------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False)
-class PriorShape:
-    """One target's prior as the bound sees it: distinct probabilities ``probs`` (descending) with
-    multiplicities ``mult``; ``p`` the largest probability (the a-priori guess's success), ``collision``
-    sum_x pi(x)^2, both of the prior as given; ``rounded`` says whether the tail was rounded up."""
-
-    probs: np.ndarray
-    mult: np.ndarray
-    p: float
-    collision: float
-    rounded: bool
-    key: bytes = field(repr=False)
-
-
-def prior_shape(distribution, *, name: str = "distribution", max_groups: int = MAX_GROUPS) -> PriorShape:
-    """A 1-d probability vector (summing to 1) as a ``PriorShape``.
-
-    Beyond ``max_groups`` distinct probabilities, the largest ``_EXACT_TOP`` stay exact and the others
-    are rounded up to the largest member of their bin of a geometric grid (valid: the whole-prior bound
-    is non-decreasing in every probability, THEORY.md section 8).
-    """
-    arr = _validate.vector(name, distribution, _validate.probability, what="one target's prior, probabilities")
-    total = float(np.sum(arr))
-    if abs(total - 1.0) > _SUM_RTOL:
-        raise _validate.ArgumentError(name, f"{name} must sum to 1 (one target's prior over its values), got a sum of {total!r}; "
-                         "normalise it (divide by its sum).")
-    collision = float(np.dot(arr, arr))
-    pos = np.sort(arr[arr > 0])[::-1]
-    probs, mult = _distinct_desc(pos)
-    return _rounded(probs, mult, float(pos[0]), collision, max_groups)
-
-
-def _rounded(probs: np.ndarray, mult: np.ndarray, p: float, collision: float, max_groups: int) -> PriorShape:
-    """The PriorShape of distinct descending probabilities, the tail rounded up beyond ``max_groups`` groups."""
-    rounded = False
-    if probs.size > max_groups:
-        top = min(_EXACT_TOP, max_groups // 2)
-        rest, rest_mult = probs[top:], mult[top:]
-        bins = max_groups - top
-        ratio = (rest[0] / rest[-1]) ** (1.0 / bins) if rest[-1] > 0 else 2.0
-        ratio = max(ratio, 1.0 + 1e-12)
-        idx = np.minimum(np.floor(np.log(rest[0] / rest) / math.log(ratio)).astype(np.int64), bins - 1)
-        first = np.flatnonzero(np.diff(np.concatenate([[-1], idx])) != 0)
-        binned = rest[first]  # the largest member of each bin (rest is descending)
-        counts = np.add.reduceat(rest_mult, first)
-        probs = np.concatenate([probs[:top], binned])
-        mult = np.concatenate([mult[:top], counts])
-        rounded = True
-    key = np.concatenate([probs, np.asarray(mult, dtype=float)]).tobytes()
-    return PriorShape(probs=probs, mult=np.asarray(mult, dtype=np.int64), p=p, collision=collision,
-                      rounded=rounded, key=key)
-
-
-def _shape_unchecked(desc: np.ndarray, max_groups: int = MAX_GROUPS) -> PriorShape:
-    """A PriorShape of a descending positive vector that may sum to more than 1 (a dominating vector)."""
-    probs, mult = _distinct_desc(desc)
-    return _rounded(probs, mult, float(desc[0]), float(np.dot(desc, desc)), max_groups)
-
-
-def _distinct_desc(pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct values of a descending array and their multiplicities, descending."""
-    change = np.flatnonzero(np.diff(pos) != 0) + 1
-    starts = np.concatenate([[0], change])
-    return pos[starts], np.diff(np.append(starts, pos.size))
-
-
-@dataclass(frozen=True, eq=False)
-class Distributions:
-    """n targets' priors, grouped: ``counts[g]`` targets have prior ``shapes[g]`` (a ``PriorShape``).
-
-    ``Distributions.of(rows)`` groups a 2-d array (n, d) or a sequence of 1-d arrays; targets whose
-    priors are equal up to a permutation of the values share a group (the bounds depend on the
-    multiset of probabilities only). Every theorem taking ``distributions=`` takes this too.
-    """
-
-    shapes: tuple
-    counts: np.ndarray
-
-    @classmethod
-    def of(cls, rows, name: str = "distributions") -> "Distributions":
-        if isinstance(rows, Distributions):
-            return rows
-        given, rows = rows, _validate.distributions(name, rows)
-        if isinstance(given, np.ndarray):  # (a list of rows keeps the grouping in order of first appearance)
-            sorted_rows = np.ascontiguousarray(-np.sort(-_validate.probability(name, rows), axis=1))
-            # one opaque element per row: np.unique on bytes is much faster than on rows (axis=0)
-            keys = sorted_rows.view(np.dtype((np.void, sorted_rows.dtype.itemsize * sorted_rows.shape[1]))).ravel()
-            _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-            counts = np.bincount(inverse.ravel(), minlength=len(first))
-            shapes = tuple(prior_shape(sorted_rows[i], name=f"{name}[{int(i)}]") for i in first)
-            return cls(shapes, counts.astype(np.int64))
-        groups: dict[bytes, int] = {}
-        shapes, counts = [], []
-        for i, r in enumerate(rows):
-            s = prior_shape(r, name=f"{name}[{i}]")
-            g = groups.get(s.key)
-            if g is None:
-                groups[s.key] = len(shapes)
-                shapes.append(s)
-                counts.append(1)
-            else:
-                counts[g] += 1
-        return cls(tuple(shapes), np.asarray(counts, dtype=np.int64))
-
-    @property
-    def n(self) -> int:
-        return int(np.sum(self.counts))
-
-    def coarsened(self, max_shapes: int = MAX_SHAPES) -> "Distributions":
-        """At most ``max_shapes`` groups: targets sorted by p are cut into runs of similar p, and each run's prior
-        is replaced by the elementwise maximum of its members' descending probability vectors (a vector that
-        dominates every member: the bound is non-decreasing in every probability, THEORY.md section 8, so
-        every member's budget and threshold may be read from it). Unchanged when already small enough."""
-        if len(self.shapes) <= max_shapes:
-            return self
-        order = np.argsort([s.p for s in self.shapes], kind="stable")
-        runs = np.array_split(order, max_shapes)
-        shapes, counts = [], []
-        for run in runs:
-            members = [self.shapes[i] for i in run]
-            width = max(int(np.sum(s.mult)) for s in members)
-            top = np.zeros(width)
-            for s in members:
-                vec = np.repeat(s.probs, s.mult)
-                top[: vec.size] = np.maximum(top[: vec.size], vec)
-            shapes.append(_shape_unchecked(top[top > 0]))
-            counts.append(int(np.sum(self.counts[run])))
-        return Distributions(tuple(shapes), np.asarray(counts, dtype=np.int64))
-
-    @property
-    def uniform(self) -> bool:
-        """Every target's prior is uniform over its support. ``count_bounds`` then skips Theorem 3 (for speed):
-        on uniform priors its count was never below Theorem 1's (mu-GDP, mu in {0.27, 0.5, 1, 2}, k in {2, 10},
-        n in {10, 100}, confidences 0.05 / 0.5 / 0.95: equal or one above), since for (eps, delta)-DP Lemma 2
-        is the exact one-target excess at beta(eps, p) on a uniform prior. ``tail_bound`` and
-        ``success_bound`` still include it."""
-        return all(s.probs.size == 1 and not s.rounded for s in self.shapes)
-
-    @property
-    def p(self) -> np.ndarray:
-        """Each group's prior success of one exact a-priori guess, max pi."""
-        return np.array([s.p for s in self.shapes])
-
-    @property
-    def collision(self) -> np.ndarray:
-        return np.array([s.collision for s in self.shapes])
 
 
 # --------------------------------------------------------------------------------------------

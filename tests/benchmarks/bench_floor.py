@@ -91,7 +91,8 @@ def main() -> None:
     mu = GaussianDP(1.0)
     t_new, new = best_of(lambda: F.floor_counts(mu, pii, LEVELS), args.repeats)
     t_old, old = best_of(lambda: baseline_counts(1.0, pii), 1)
-    assert new == old, (new, old)
+    # the mixture floor (issue 41) holds the product floor among its components: never below it
+    assert all(a >= b for a, b in zip(new, old)), (new, old)
     print(f"| 200 different priors over 343 values, mu = 1 | {t_new:.2f} s | {t_old:.2f} s (per-class quad, every m) | "
           f"{t_old / t_new:.1f}× | {' / '.join(map(str, new))} | {' / '.join(map(str, old))} |", flush=True)
 

@@ -152,6 +152,20 @@ def test_an_added_argument_the_box_does_not_take_names_its_real_arguments(compos
     assert refused.value.key == "mechanism.epsilom"
 
 
+def test_an_added_top_level_key_nothing_reads_is_refused(compose_config):
+    """`+trialz=3` appends a key Hydra accepts and nothing reads (the game ran with trials unchanged): refused in one
+    sentence before any box is built; every key of conf/config.yaml and of the experiments stays accepted."""
+    from pipeline.preflight import check_config, check_top_level, top_level_keys
+
+    with pytest.raises(ConfigError) as refused:
+        check_config(compose_config("+trialz=3"))
+    assert str(refused.value).startswith("trialz is not a setting of the config (the top level has ")
+    assert str(refused.value).endswith("so nothing would read it; did you mean trials?")
+    assert {"trials", "seed", "prior", "mechanism", "bound", "task", "figure", "pii"} <= top_level_keys()
+    check_top_level(compose_config())
+    check_top_level(compose_config("experiment=eps_protect"))
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # SLURM without SLURM
 

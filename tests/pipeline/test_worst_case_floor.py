@@ -34,14 +34,16 @@ def test_the_floor_is_the_games_own_and_below_its_bound(compose_config, override
 
 @pytest.mark.slow
 def test_a_dpsgd_game_gets_randomized_response_certified_below_its_profile(compose_config):
-    """DP-SGD with a sample rate below 1 has no closed-form curve: its floor is randomized response at the largest eps0
-    certified below its privacy-loss profile (stages.bound.floor.rr_epsilon), named in the record, below the bound."""
+    """DP-SGD with a sample rate below 1 has no closed-form curve: its floor is a mixture of randomized response at eps0
+    certified below its privacy-loss profile (stages.bound.floor_mixture), named in the record, below the bound."""
     cfg = compose_config("mechanism=dpsgd", "model=tiny", "attack=model_attack", "mechanism.epochs=1",
                          "mechanism.batch_size=5", "mechanism.epsilon=null", "mechanism.noise_multiplier=1.0",
                          "prior.n_targets=20", "trials=2")  # q = 1/4: a privacy-loss profile, not GDP
     metrics, _, boxes = compute_metrics(cfg)
     floor = metrics["worst_case_floor"]
-    assert "randomized response at eps0" in floor["mechanism"] and "certified below DPSGD(" in floor["mechanism"]
+    # the mixture floor (issue 41): randomized-response components at eps0 on a grid, each certified below DPSGD's curve
+    assert "randomized response over the m likeliest values" in floor["mechanism"] and " at eps0 " in floor["mechanism"]
+    assert "certified below DPSGD(" in floor["mechanism"]
     expected = floor_counts(boxes.mechanism.profile, prior_distributions(boxes.prior), metrics["confidences"])
     assert list(floor["counts"].values()) == expected
     for c, low in floor["counts"].items():

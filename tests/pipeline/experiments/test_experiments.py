@@ -118,8 +118,8 @@ def test_stages_are_reused(compose, tmp_path):
     *_, first = play_figure(compose, tmp_path / "a", combination, cache=cache)
     computed = len(cache.computed)
     stages = sorted(stage for stage, _ in cache.computed if stage != "baynet")  # the fit may be memoised in process
-    # the game's trials and bounds, one release per trial and the relaxation of each objective per release
-    assert stages == ["attack"] * 4 + ["bound"] + ["release"] * 2 + ["trials"]
+    # the game's trials, bounds and audit, one release per trial and the relaxation of each objective per release
+    assert stages == ["attack"] * 4 + ["audit", "bound"] + ["release"] * 2 + ["trials"]
     *_, second = play_figure(compose, tmp_path / "b", combination, cache=cache)
     assert len(cache.computed) == computed and first == second
 

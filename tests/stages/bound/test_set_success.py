@@ -22,6 +22,7 @@ from scipy import optimize, special
 
 from stages.bound import best_bound, count_bound, kgk_bound, success_bound, tail_bound
 from stages.bound.box import prior_collision, success_set_size
+from stages.bound import prior_run as R
 from stages.bound import whole_prior as W
 from stages.bound.profiles import ApproxDP, DPSGD, GaussianDP, PureDP
 
@@ -188,7 +189,7 @@ def test_pipeline_records_the_theorem_used(compose_config, metric, k, set_valued
                                         "whole-prior theorem (THEORY.md Thm 3)",
                                         "MMC one-run count (ICML 2025 Thm 3.2)",
                                         "whole-prior one-run count (THEORY.md Thm 4)"]
-        assert record["whole_prior_version"] == W.WHOLE_PRIOR_VERSION == 3 and record["prior_run_version"] == 2
+        assert record["whole_prior_version"] == W.WHOLE_PRIOR_VERSION == 3 and record["prior_run_version"] == R.PRIOR_RUN_VERSION == 4
         winners = set(record["by_confidence"].values())
         assert winners <= set(record["candidates"])
         assert record["theorem"] == (winners.pop() if len(winners) == 1 else record["theorem"])

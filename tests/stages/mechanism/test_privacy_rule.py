@@ -20,6 +20,7 @@ from stages.mechanism.gaussian import GaussianMechanism
 from stages.mechanism.laplace import LaplaceMechanism
 from stages.mechanism.noisy_marginals import NoisyMarginals
 from stages.mechanism.randomized_response import RandomizedResponse
+from stages.mechanism.worst_case import WorstCaseMechanism
 
 INF = math.inf
 
@@ -30,6 +31,7 @@ BUILD = {
     "laplace": lambda eps: LaplaceMechanism(epsilon=eps, releases=3),
     "noisy_marginals": lambda eps: NoisyMarginals(epsilon=eps),
     "dpsgd": lambda eps: DPSGDFineTuning(None, epsilon=eps, n_targets=100),
+    "worst_case": lambda eps: WorstCaseMechanism(mu=None, epsilon=eps),
 }
 
 

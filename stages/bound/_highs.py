@@ -1,0 +1,59 @@
+"""One HiGHS linear program kept across solves (highspy): rows added and row bounds changed in place, each solve warm
+started from the last basis. The bounds that use it certify every value from the solution itself (weak duality), so
+a solve that ends short of optimal still gives a valid, looser number."""
+from __future__ import annotations
+
+import numpy as np
+from highspy import _core
+
+INF = _core.kHighsInf
+
+
+class Model:
+    """min cost.x subject to row_lower <= A x <= row_upper and col_lower <= x <= col_upper (``A`` a scipy sparse
+    matrix), solved by HiGHS's simplex on one thread without presolve, each solve within ``iterations`` simplex
+    iterations (a count, not a time, so runs repeat exactly)."""
+
+    def __init__(self, cost, col_lower, col_upper, A, row_lower, row_upper, iterations: int):
+        A = A.tocsc()
+        lp = _core.HighsLp()
+        lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
+        lp.col_cost_ = np.asarray(cost, dtype=float)
+        lp.col_lower_, lp.col_upper_ = np.asarray(col_lower, dtype=float), np.asarray(col_upper, dtype=float)
+        lp.row_lower_, lp.row_upper_ = np.asarray(row_lower, dtype=float), np.asarray(row_upper, dtype=float)
+        lp.a_matrix_.format_ = _core.MatrixFormat.kColwise
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = A.shape[1], A.shape[0]
+        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
+        self._h = _core._Highs()  # the class itself: highspy.Highs() prints a banner
+        for name, value in (("output_flag", False), ("threads", 1), ("presolve", "off"),
+                            ("simplex_iteration_limit", int(iterations))):
+            self._h.setOptionValue(name, value)
+        self._h.passModel(lp)
+        self.num_col, self.num_row = A.shape[1], A.shape[0]
+
+    def add_rows(self, row_lower, row_upper, R) -> None:
+        """Append the rows of the scipy sparse matrix ``R`` (num_col columns) with their bounds."""
+        R = R.tocsr()
+        if R.shape[0] == 0:
+            return
+        self._h.addRows(R.shape[0], np.asarray(row_lower, dtype=float), np.asarray(row_upper, dtype=float), R.nnz,
+                        R.indptr[:-1].astype(np.int32), R.indices.astype(np.int32), R.data.astype(float))
+        self.num_row += R.shape[0]
+
+    def set_row_bounds(self, rows, lower, upper) -> None:
+        rows = np.asarray(rows, dtype=np.int32)
+        self._h.changeRowsBounds(rows.size, rows, np.asarray(lower, dtype=float), np.asarray(upper, dtype=float))
+
+    def solve(self):
+        """(optimal, x, objective): whether HiGHS ended optimal (else a second, cold try), its column values (None
+        when it has none) and its objective (meaningful when optimal)."""
+        for attempt in range(2):
+            if attempt:
+                self._h.clearSolver()  # a cold start from the slack basis
+            self._h.run()
+            self.iterations = self._h.getInfo().simplex_iteration_count
+            if self._h.getModelStatus() == _core.HighsModelStatus.kOptimal:
+                return True, np.asarray(self._h.getSolution().col_value), self._h.getInfo().objective_function_value
+        solution = self._h.getSolution()
+        x = np.asarray(solution.col_value) if solution.value_valid else None
+        return False, x, np.nan
