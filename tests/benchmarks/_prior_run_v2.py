@@ -34,11 +34,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, sparse, special
+from scipy import optimize, sparse
 
-from stages.bound import _solve, envelope, tails
-from stages.bound.profiles import ApproxDP, PrivacyProfile
-from stages.bound.whole_prior import _EPS_LINES_MAX, Distributions, _profile_lines
+from stages.bound import _solve
+from stages.bound.profiles import PrivacyProfile
+from stages.bound.whole_prior import Distributions
+# the parts version 3 kept unchanged: the conjugate, the prior-only attack's laws, the pooled conjugate
+from stages.bound.prior_run import Conjugate, _envelope, _law, _prior_tail, check_groups, pooled_conjugate  # noqa: F401
 
 __all__ = ["PRIOR_RUN_THEOREM", "PRIOR_RUN_VERSION", "PRIOR_RUN_MAX_TARGETS", "MAX_GROUPS", "Conjugate", "PriorRun",
            "prior_run_counts", "prior_run_tail", "pooled_conjugate", "expected_prior_run_counts", "check_groups"]
@@ -90,105 +92,6 @@ _SIMPLEX_ITERATIONS = 50_000
 #: At most this many kinks of a piecewise-linear conjugate join the dense grid (evenly thinned beyond).
 _MAX_KINKS = 3000
 _START_LOW = 1e-6
-
-
-class Conjugate:
-    """Psi(s) = sum over targets and values of psi_pi(s) = sup_a (s pi a - (1 - pi) g(a)): an upper bound, for a
-    profile and the targets' priors (``Distributions``; rounded or merged priors only raise it, so stay valid).
-
-    g is the profile's trade-off curve as the least mass b = Pr_Q[S] of an event with Pr_P[S] = a: for mu-GDP its closed
-    form Phi(Phi^-1(a) - mu), else the upper envelope of the hockey-stick lines b >= e^-eps (a - delta(eps)) and
-    b >= 1 - delta(eps) - e^eps (1 - a) on the profile's eps grid (a lower bound on g, so psi only grows)."""
-
-    def __init__(self, profile: PrivacyProfile, dists: Distributions | None, groups=None, *, weights=None):
-        """Groups of ``dists``' distinct priors (lists of indices; one group per prior by default), or ``weights`` =
-        (probabilities, member, counts) given directly: row g of ``member`` the multiplicity of each probability per
-        target of group g, averaged over the group, and ``counts[g]`` the group's size (``pooled_conjugate``)."""
-        if weights is not None:
-            self.probs, self.member, self.counts = (np.asarray(w, dtype=float) for w in weights)
-        else:
-            self.probs = np.concatenate([s.probs for s in dists.shapes])
-            groups = [[i] for i in range(len(dists.shapes))] if groups is None else groups
-            # (groups, probabilities): row g holds the multiplicities of the values, averaged over the targets of
-            # group g (G_g* = the mean of its targets' G_i*: the conjugate of their averaged lemma, THEORY.md
-            # section 9)
-            self.member = np.zeros((len(groups), self.probs.size))
-            self.counts = np.zeros(len(groups))
-            starts = np.concatenate([[0], np.cumsum([s.probs.size for s in dists.shapes])])
-            for g, members in enumerate(groups):
-                for i in members:
-                    self.member[g, starts[i]: starts[i + 1]] += dists.shapes[i].mult * dists.counts[i]
-                self.counts[g] = float(np.sum(dists.counts[list(members)]))
-                self.member[g] /= self.counts[g]
-        mu = profile.gdp_mu()
-        self.mu = None if mu is None else float(mu)
-        if self.mu is None:
-            self.a, self.g, self.slopes = _envelope(profile)
-
-    def __call__(self, s) -> np.ndarray:
-        """Psi(s), summed over every target."""
-        return self.counts @ self.per_target(s)
-
-    def per_target(self, s) -> np.ndarray:
-        """(groups, len(s)): psi summed over the values of one target of each group, G_g*(s) in THEORY.md section 9."""
-        s = np.atleast_1d(np.asarray(s, dtype=float))
-        pi = self.probs[None, :]
-        return self.member @ self.psi(s[:, None] * pi, 1.0 - pi).T
-
-    def psi(self, gain, cost) -> np.ndarray:
-        """sup_{0<=a<=1} (gain a - cost g(a)) elementwise, an upper bound (gain, cost >= 0; cost = 0 gives gain):
-        psi_pi(s) is gain = s pi, cost = 1 - pi; Theorem 5's Lemma 5' uses other pairs (designated_run)."""
-        gain, cost = np.broadcast_arrays(np.asarray(gain, dtype=float), np.asarray(cost, dtype=float))
-        if self.mu is not None and self.mu > 0:
-            return self._gdp(gain, cost)
-        return self._lines(gain, cost)
-
-    def kinks(self, group: int) -> np.ndarray:
-        """The s where some psi_pi of the group has a kink (g piecewise linear: s = slope (1 - pi) / pi for every slope
-        of g and every probability): the constraints of a piecewise-linear profile bind there, between grid points."""
-        if self.mu is not None:
-            return np.empty(0)
-        probs = self.probs[self.member[group] > 0]
-        pi = np.unique(probs[(probs > 0) & (probs < 1)])
-        return np.unique((self.slopes[:, None] * ((1.0 - pi) / pi)[None, :]).ravel())
-
-    def _gdp(self, gain: np.ndarray, cost: np.ndarray) -> np.ndarray:
-        """sup_a (gain a - cost Phi(Phi^-1(a) - mu)): the stationary point g'(a) = gain / cost, g' = e^{mu z - mu^2/2}."""
-        mu = self.mu
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = (np.log(gain) - np.log(cost) + 0.5 * mu * mu) / mu
-            val = gain * special.ndtr(z) - cost * special.ndtr(z - mu)
-        val = np.where(cost <= 0.0, gain, val)  # pi = 1: a = 1, nothing to pay
-        # the closed form is exact up to rounding; a relative slack covers Phi's last bits
-        return np.maximum(val, 0.0) * (1.0 + 1e-12) + 1e-15
-
-    def _lines(self, gain: np.ndarray, cost: np.ndarray) -> np.ndarray:
-        """sup over the envelope's vertices: the objective is concave piecewise linear, its maximum at the vertex where
-        g's slope passes gain / cost."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(cost > 0, gain / cost, np.inf)
-        # slopes[v] is the slope right of vertex v (ascending); the optimum is the first vertex whose right slope >= ratio
-        v = np.searchsorted(self.slopes, ratio, side="left")
-        v = np.minimum(v, self.a.size - 1)
-        a, gv = self.a[v], self.g[v]
-        val = gain * a - cost * gv
-        left = np.where(v > 0, self.slopes[np.maximum(v - 1, 0)], 0.0)
-        right = np.where(v < self.slopes.size, self.slopes[np.minimum(v, self.slopes.size - 1)], 0.0)
-        lip = np.abs(gain) + cost * np.maximum(left, right)
-        return np.maximum(val, 0.0) + _VERTEX_SLACK * (1.0 + lip)
-
-
-def _envelope(profile: PrivacyProfile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The vertices a of g_lines = max(0, the profile's hockey-stick lines) on [0, 1], g_lines there, and the slope
-    right of each vertex but the last (ascending): ``envelope.hull_of`` on Theorem 3's lines, with an ApproxDP's own
-    two lines added (its whole curve)."""
-    eps, deltas = _profile_lines(profile)  # Theorem 3's lines (eps <= _EPS_LINES_MAX)
-    if isinstance(profile, ApproxDP) and profile.eps <= _EPS_LINES_MAX:
-        eps, deltas = np.append(eps, float(profile.eps)), np.append(deltas, float(profile.delta_))
-    # the lines b >= s a - c: b >= e^-eps (a - delta) and b >= e^eps a - (e^eps - 1 + delta)
-    hull = envelope.hull_of(np.concatenate([np.exp(-eps), np.exp(eps)]),
-                            np.concatenate([np.exp(-eps) * deltas, np.expm1(eps) + deltas]))
-    return hull.P, hull.g, hull.s
 
 
 @dataclass
@@ -461,21 +364,6 @@ class PriorRun:
         return np.asarray(out, dtype=float)
 
 
-def _prior_tail(p: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """A lower bound on Pr[N >= c], c = 0 .. n + 1, under the attack that guesses each target's likeliest value: N is
-    the Poisson-binomial of the p's (its kept entries summed less ``trimmed``, which bounds both the mass the convolution
-    drops and the round-off of what it keeps)."""
-    pmf, trimmed = _law(p, counts)
-    return np.maximum(np.cumsum(np.append(pmf, 0.0)[::-1])[::-1] - trimmed, 0.0)
-
-
-def _law(q: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, float]:
-    """(Pr[N = j] for j = 0 .. n, the convolution's ``trimmed`` bound) for independent successes of probability q[k]
-    on counts[k] targets (n = the total of ``counts``; none left: N = 0)."""
-    d = tails.distribution_grouped(q[counts > 0], counts[counts > 0])
-    return d.dense(), float(d.trimmed)
-
-
 def _attack_laws(p: np.ndarray, counts: np.ndarray, groups: list) -> tuple[np.ndarray, np.ndarray]:
     """(p0, r0): the mean over theta in _INNER_THETAS of the law of N and of each group's mean Pr[N = j, target i right]
     for the attack that guesses each target's likeliest value with probability theta (its own coin) and abstains
@@ -494,29 +382,6 @@ def _attack_laws(p: np.ndarray, counts: np.ndarray, groups: list) -> tuple[np.nd
                 rest[k] -= 1
                 r0[g, 1:] += counts[k] * q[k] * _law(q, rest)[0] / size  # the others: j = 0 .. n - 1
     return p0 / _INNER_THETAS.size, r0 / _INNER_THETAS.size
-
-
-def pooled_conjugate(profile: PrivacyProfile, runs: list[Distributions], groups: int = MAX_GROUPS) -> Conjugate:
-    """The conjugate of Theorem 4 over the mixture of R runs (THEORY.md section 9, "Over the trials"): in every run the
-    targets sorted by p are cut into ``groups`` blocks of the same sizes (np.array_split of n), and block g's G_g* is
-    the mean over the runs of the mean over the block's targets of their conjugates. The LP with it bounds the mean
-    over the runs of Pr_r[N >= c]."""
-    n = runs[0].n
-    sizes = np.array([len(b) for b in np.array_split(np.arange(n), min(groups, n))], dtype=np.int64)
-    edges = np.concatenate([[0], np.cumsum(sizes)])
-    probs, blocks = [], []
-    for dists in runs:
-        order = np.argsort([sh.p for sh in dists.shapes], kind="stable")
-        start = 0
-        for i in order:  # shape i's targets occupy ranks [start, start + counts[i]) of the run
-            sh, count = dists.shapes[i], int(dists.counts[i])
-            # how many of them fall in each block
-            share = np.clip(np.minimum(edges[1:], start + count) - np.maximum(edges[:-1], start), 0, None)
-            probs.append(sh.probs)
-            blocks.append(share[:, None] * sh.mult[None, :])
-            start += count
-    member = np.concatenate(blocks, axis=1).astype(float) / (len(runs) * sizes[:, None])
-    return Conjugate(profile, None, weights=(np.concatenate(probs), member, sizes))
 
 
 def expected_prior_run_counts(profile: PrivacyProfile, runs: list[Distributions], targets, hint=None,
@@ -582,14 +447,6 @@ def prior_run_counts(profile: PrivacyProfile, dists: Distributions, targets, hin
     certifies no smaller count, as Theorem 5's search does; the LPs of the far tail above the hint (the slowest, and
     the least stable numerically) are not solved."""
     return _counts(PriorRun(profile, dists, groups=groups), targets, hint, at_most)
-
-
-def check_groups(groups) -> int:
-    """``groups`` as an int >= 1, or one sentence naming it and the fix."""
-    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
-        raise ValueError(f"groups (Theorem 4's most groups of targets) must be a whole number >= 1, got {groups!r}; "
-                         f"use {MAX_GROUPS} (the default; bound.groups in a config) or more for a tighter, slower count.")
-    return int(groups)
 
 
 def _counts(run: "PriorRun", targets, hint, at_most: bool = False) -> list[int]:
