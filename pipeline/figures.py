@@ -2,6 +2,7 @@
 under the panels, sized by measuring them once drawn (a legend inside a panel covers its data)."""
 from __future__ import annotations
 
+import math
 import os
 import textwrap
 from typing import Sequence
@@ -11,7 +12,7 @@ import numpy as np
 from pipeline.io import save_figure_atomic
 from pipeline.labels import BOUND_READING, baseline_label, bound_label, game_label
 
-__all__ = ["wrap", "legend_below", "plot_successes", "count_bins", "BARS_READING"]
+__all__ = ["wrap", "legend_below", "plot_successes", "count_bins", "audit_line", "BARS_READING"]
 
 #: How a histogram of counts meets its bound lines (plot_successes).
 BARS_READING = ("Each bar is one count of targets, centred on it; a bound line \"at most v\" is drawn at v + 0.5, so a "
@@ -95,10 +96,36 @@ def count_bins(low: int, high: int, bound: float | None = None) -> np.ndarray:
     return np.arange(start, high + 0.5 + step, step)
 
 
+def audit_line(metrics: dict) -> str:
+    """The median trial's audit at the highest confidence (metrics.json audit, the first attack's), one line, e.g.
+    'audit @ 0.95 (median trial): not mu-GDP for mu <= 0.78 (claimed mu = 1)'; "" where the job has none (no
+    privacy guarantee, no family fits its profile)."""
+    audit = metrics.get("audit") or {}
+    mine = (audit.get("attacks") or {}).get(metrics.get("attack_label")) or {}
+    levels = sorted((float(c), one) for c, one in mine.items()
+                    if isinstance(one, dict) and one.get("median") is not None)
+    parameter = (audit.get("family") or {}).get("parameter")
+    if not levels or parameter is None or audit.get("claimed") is None:
+        return ""
+    confidence, one = levels[-1]
+    value, loss_grows = float(one["median"]), parameter != "noise_multiplier"
+    symbol = "sigma" if parameter == "noise_multiplier" else parameter
+    # the guarantee by name (DP-SGD's names its sample rate, steps and accounting: too long for one line)
+    guarantee = "DP-SGD-private" if not loss_grows else audit.get("guarantee") or f"{symbol}-DP"
+    # nothing refuted: 0 for mu and eps, inf for the noise multiplier
+    if math.isfinite(value) and (value > 0 or not loss_grows):
+        said = f"not {guarantee} for {symbol} {'<=' if loss_grows else '>='} {value:.3g}"
+        said += " (at the search's end; it may refute beyond)" if one.get("at_cap") else ""
+    else:
+        said = f"refutes no {symbol}"
+    return f"audit @ {confidence:g} (median trial): {said} (claimed {symbol} = {float(audit['claimed']):.3g})"
+
+
 def plot_successes(metrics: dict, path: str | os.PathLike) -> None:
     """Histogram of the successes per trial of the attack, of every variant scored beside it and of the prior
     baseline, with the bound counts; the game in the title, one legend under the panel (a legend inside it covers
-    the bars) whose title names the theorem behind the bound lines as the record says it."""
+    the bars) whose title names the theorem behind the bound lines as the record says it, and the median trial's
+    audit where the job has one (audit_line)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -152,6 +179,8 @@ def plot_successes(metrics: dict, path: str | os.PathLike) -> None:
                           ha="center", va="top")
         top_in = header.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi + 0.1
     title = f"bound lines: {bound_label(metrics)}" if bound is not None else ""
+    audited = audit_line(metrics) if bound is not None else ""
+    title = "\n".join(line for line in (title, audited) if line)
     handles, labels = ax.get_legend_handles_labels()
     legend_below(fig, handles, labels, title=title, note=f"{BOUND_READING} {BARS_READING}" if bound is not None else "",
                  max_columns=2,

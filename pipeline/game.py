@@ -132,6 +132,19 @@ def build_boxes(cfg: DictConfig) -> Boxes:
     return Boxes(**built)
 
 
+#: The values of the `audit` setting (conf/config.yaml): every trial's audit, the median trial's, none.
+AUDIT_MODES = ("all", "median", "none")
+
+
+def audit_mode(cfg: DictConfig) -> str:
+    """The `audit` setting (`all` without one), or a ConfigError naming it, the value and the fix."""
+    mode = cfg.get("audit", "all")
+    if not isinstance(mode, str) or mode not in AUDIT_MODES:
+        raise ConfigError(f"audit must be one of {', '.join(AUDIT_MODES)} (every trial's audit, the median trial's, "
+                          f"none), got {mode!r}; e.g. audit=median.")
+    return mode
+
+
 def check_run_settings(cfg: DictConfig) -> tuple[int | list[int], int, np.ndarray]:
     """Validate the game's own keys (seed, trials, confidences); return them as (seed, trials, confidences)."""
     try:
@@ -557,7 +570,7 @@ def floor_of(boxes: Boxes, confidences: np.ndarray, theorem: Mapping | None, law
 
 #: The audit's stage (pipeline.cache): bump when its record changes (the audits' numbers are versioned by
 #: stages.bound.audit.AUDIT_VERSION, in the key).
-AUDIT_STAGE_VERSION = 2
+AUDIT_STAGE_VERSION = 3
 #: The game's audit grid: theta_hat to 1% (stages.bound.audit.DEFAULT_RTOL is 0.1%; each halving costs a count bound).
 AUDIT_RTOL = 1e-2
 #: A job warns that its attack refutes the claimed guarantee when more trials refute it than a correct mechanism
@@ -582,17 +595,20 @@ def _audit_setting(boxes: Boxes, law, summary: PlayedTrials, whole: bool) -> dic
 
 
 def audit_of(boxes: Boxes, played: PlayedGame, confidences: np.ndarray, laws: list | None = None,
-             delta: float | None = None, bounds: Mapping | None = None) -> dict:
+             delta: float | None = None, bounds: Mapping | None = None, per_trial: bool = True) -> dict:
     """What the attack's successes refute (stages.bound.audit, THEORY.md section 12), per attack and confidence.
 
     - The share of trials whose successes refute the mechanism's own claimed parameter: a trial refutes it at c when
       its successes exceed the game's own count bound at c (``bounds``, bound_of's record: the bound box's theorem
       at the claimed parameter, so this is the exceed indicator, computed once); a correct mechanism gives at most
       1 - c in expectation, and an alarm where the count is beyond chance (AUDIT_ALARM).
-    - The audit of the median trial of the first attack (the lower median of its successes; the audit grows with the
-      count, so this is the median of the trials' audits for a fixed prior), searched with Theorem 1, MMC and Theorem
-      3.1 on the targets' p* (milliseconds a point; Theorems 3 and 4 cost seconds), so it is valid and at most the full
-      minimum's audit, which ``python -m pipeline.audit`` gives for any count.
+    - Every trial's audit (``per_trial``, in trial order; 0, or inf for the noise multiplier, where nothing is refuted)
+      and their lower median with the trial that gives it (``median_*``), searched with Theorem 1, MMC and Theorem
+      3.1 on the targets' p* (Theorems 3 and 4 cost seconds a grid point), so each is valid and at most the full
+      minimum's audit, which ``python -m pipeline.audit`` gives for any count. A fixed prior has one auditor for
+      every trial and attack (Auditor.audit_table: the distinct counts share the grid's count bounds); per-trial
+      laws one per trial. ``per_trial=False`` (audit=median): the lower median of the counts alone (its trial's law),
+      ``per_trial`` None.
     {"reason"} where no family fits the profile."""
     from stages.bound import audit as audits
 
@@ -604,31 +620,57 @@ def audit_of(boxes: Boxes, played: PlayedGame, confidences: np.ndarray, laws: li
     trial_laws = laws if laws is not None else [boxes.prior]
     out = {"family": fam.as_dict(), "claimed": theta, "guarantee": fam.guarantee(), "version": audits.AUDIT_VERSION,
            "rtol": AUDIT_RTOL,
-           "median_by": "Theorem 1, MMC's count, Theorem 3.1 (the minimum over those that apply) on the targets' p*, "
-                        "for the first attack",
+           "per_trial_by": "Theorem 1, MMC's count, Theorem 3.1 (the minimum over those that apply) on the targets' "
+                           "p*: each trial's audit, and their lower median (median, the trial giving it: median_*)"
+                           if per_trial else
+                           "Theorem 1, MMC's count, Theorem 3.1 (the minimum over those that apply) on the targets' "
+                           "p*: the median trial's audit alone (the lower median of the counts; audit=median)",
            "share_by": "the game's own bound at the claimed parameter (its bound box and theorem): the trials that "
                        "exceed it",
            "attacks": {}}
-    for a, attack in enumerate(played.attacks):
+    per_law = len(trial_laws) > 1
+    auditors: dict[int, object] = {}
+
+    def auditor(r: int):
+        """The audit setting of trial r's law (one for every trial of a fixed prior), shared by the attacks."""
+        key = r if per_law else 0
+        if key not in auditors:
+            trials = _single_trial(played.attacks[0].trials, r) if per_law else played.attacks[0].trials
+            auditors[key] = audits.Auditor(**_audit_setting(boxes, trial_laws[key], trials, whole=False), family=fam,
+                                           confidences=confidences, rtol=AUDIT_RTOL)
+        return auditors[key]
+
+    for attack in played.attacks:
         successes = np.asarray(attack.successes)
         record = {}
-        one = None
-        if a == 0:
-            lower = int(np.sort(successes)[(successes.size - 1) // 2])
-            r = int(np.flatnonzero(successes == lower)[0])
-            per_law = len(trial_laws) > 1
-            median_law = trial_laws[r] if per_law else trial_laws[0]
-            trials = _single_trial(attack.trials, r) if per_law else attack.trials
-            auditor = audits.Auditor(**_audit_setting(boxes, median_law, trials, whole=False), family=fam,
-                                     confidences=confidences, rtol=AUDIT_RTOL)
         bound = (bounds or {}).get(attack.label) if bounds else None
-        for c in confidences:
+        if not per_trial:  # the lower median of the counts alone, audited under its trial's law
+            r_median = int(np.flatnonzero(successes == np.sort(successes)[(successes.size - 1) // 2])[0])
+            table = auditor(r_median).audit_table([int(successes[r_median])], start=theta)
+        elif per_law:  # [confidence][trial]
+            table = list(zip(*[auditor(r).audit_table([int(m)], start=theta, detail=False)
+                               for r, m in enumerate(successes)]))
+            table = [[one[0] for one in level] for level in table]
+        else:
+            table = auditor(0).audit_table(successes, start=theta, detail=False)
+        for level, c in enumerate(confidences):
             key = confidence_key(c)
-            entry = {}
-            if a == 0:
-                one = auditor.audit(lower, c, start=theta)
-                entry.update({"median": one.theta, "median_successes": lower, "median_refutes": one.refutes,
-                              "median_count": one.count, "median_theorem": one.theorem, "at_cap": one.at_cap})
+            found = table[level]
+            if per_trial:
+                thetas = np.array([one.theta for one in found], dtype=float)
+                # the lower median of the trials' audits, ordered by what they refute (for the noise multiplier a
+                # smaller sigma refutes more), and the trial that gives it (for a fixed prior the lower median of the
+                # counts)
+                order = np.lexsort((successes, thetas if fam.loss_grows else -thetas))  # ties: by the count
+                r = int(order[(len(found) - 1) // 2])
+                one = auditor(r).detailed(found[r])  # its count bound and theorem too
+                entry = {"per_trial": thetas.tolist(), "trials_at_cap": int(sum(x.at_cap for x in found)),
+                         "trials_refuting_something": int(sum(x.refutes for x in found))}
+            else:
+                one = found[0]
+                entry = {"per_trial": None}
+            entry.update({"median": one.theta, "median_successes": one.successes, "median_refutes": one.refutes,
+                          "median_count": one.count, "median_theorem": one.theorem, "at_cap": one.at_cap})
             if bound is not None:
                 counts = bound["per_trial"] if bound.get("per_trial") is not None else bound["bound"]
                 at = np.asarray(counts[key] if key in counts else counts[c])
@@ -662,19 +704,20 @@ def audit_warnings(audit: Mapping | None, label: str) -> list[str]:
 
 
 def audit_stage(boxes: Boxes, played: PlayedGame, confidences: np.ndarray, laws: list | None, delta,
-                cache: StageCache | None, bound_config: Mapping | None, bounds: Mapping | None = None) -> dict:
+                cache: StageCache | None, bound_config: Mapping | None, bounds: Mapping | None = None,
+                per_trial: bool = True) -> dict:
     """audit_of through the cache's `audit` stage (keyed by the bound stage's key and the audit's versions), or
     computed now; the same JSON either way."""
     if cache is None or bound_config is None:
-        return json.loads(json.dumps(plain(audit_of(boxes, played, confidences, laws, delta, bounds))))
+        return json.loads(json.dumps(plain(audit_of(boxes, played, confidences, laws, delta, bounds, per_trial))))
     from stages.bound.audit import AUDIT_VERSION
 
     config = {"stage": "audit", "version": AUDIT_STAGE_VERSION, "audit": AUDIT_VERSION, "bound": dict(bound_config),
-              "delta": delta}
+              "delta": delta, "per_trial": bool(per_trial)}
 
     def compute(directory: Path) -> None:
         (directory / "audit.json").write_text(
-            json.dumps(plain(audit_of(boxes, played, confidences, laws, delta, bounds))) + "\n")
+            json.dumps(plain(audit_of(boxes, played, confidences, laws, delta, bounds, per_trial))) + "\n")
 
     return json.loads((cache.get_or_compute("audit", config, compute) / "audit.json").read_text())
 
@@ -801,10 +844,11 @@ def bound_stage(boxes: Boxes, played: PlayedGame, confidences: np.ndarray, laws:
 
 def game_metrics(boxes: Boxes, played: PlayedGame, confidences: np.ndarray, *, trials: int, seed,
                  files: Mapping | None = None, stage: Mapping | None = None, cache: StageCache | None = None,
-                 bound_config: Mapping | None = None) -> dict:
+                 bound_config: Mapping | None = None, audit: str = "all") -> dict:
     """metrics.json of one game from its played trials: the attack and every variant scored against the
-    bound at every confidence, the prior baseline, the privacy guarantee (or why there is none). The bounds and
-    the floor go through the cache's `bound` stage when `cache` and `bound_config` (bound_stage_config) are given."""
+    bound at every confidence, the prior baseline, the privacy guarantee (or why there is none), and what the
+    successes refute (``audit``: AUDIT_MODES). The bounds and the floor go through the cache's `bound` stage when
+    `cache` and `bound_config` (bound_stage_config) are given."""
     labels = played.labels
     summary = played.attack.trials
     privacy = privacy_of(boxes.mechanism)
@@ -826,8 +870,10 @@ def game_metrics(boxes: Boxes, played: PlayedGame, confidences: np.ndarray, *, t
     unusable, warning = unusable_warning(attacks, played.n_targets, int(trials))
     warnings = [warning] if warning else []
     # what the attack's successes refute (THEORY.md section 12), and a loud line where they refute the claim
+    mode = audit
     audit = (audit_stage(boxes, played, confidences, laws, privacy["delta"], cache, bound_config,
-                         bounds["attacks"] if bounds else None) if privacy["private"] else None)
+                         bounds["attacks"] if bounds else None, per_trial=mode == "all")
+             if privacy["private"] and mode != "none" else None)
     warnings += audit_warnings(audit, labels[0])
     for line in warnings:
         log.warning(line)
@@ -889,6 +935,7 @@ def compute_metrics(cfg: DictConfig, cache: StageCache | None = None, *, seed=No
     seed: the SeedSequence entropy instead of cfg.seed (a list of ints: a second game of the same job, e.g. the
     idealized Gaussian beside DP-SGD)."""
     cfg_seed, trials, confidences = check_run_settings(cfg)
+    mode = audit_mode(cfg)
     seed = cfg_seed if seed is None else seed
     per_target = save_per_target(cfg)
     from pipeline import preflight
@@ -904,7 +951,8 @@ def compute_metrics(cfg: DictConfig, cache: StageCache | None = None, *, seed=No
         files = data_fingerprints(boxes.as_dict())
         played, stage = game_stage(cfg, boxes, seed, trials, cache, per_target=per_target)
         metrics = game_metrics(boxes, played, confidences, trials=trials, seed=seed, files=files, stage=stage,
-                               cache=cache, bound_config=bound_stage_config(cfg, boxes, confidences, stage["key"]))
+                               cache=cache, bound_config=bound_stage_config(cfg, boxes, confidences, stage["key"]),
+                               audit=mode)
     except (ValueError, FileNotFoundError) as exc:
         raise ConfigError(str(exc).strip().splitlines()[0]) from exc
     return metrics, played, boxes

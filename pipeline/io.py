@@ -15,7 +15,7 @@ import numpy as np
 JOBS_FILE = "jobs.yaml"
 SWEEP_FILES = (JOBS_FILE, "multirun.yaml")
 
-__all__ = ["JOBS_FILE", "SWEEP_FILES", "plain", "write_json_atomic", "save_figure_atomic", "bound_column", "exceed_column", "confidence_of_column",
+__all__ = ["trials_rows", "write_trials_csv", "JOBS_FILE", "SWEEP_FILES", "plain", "write_json_atomic", "save_figure_atomic", "bound_column", "exceed_column", "confidence_of_column",
            "audit_column", "refute_column", "audit_cells"]
 
 
@@ -45,8 +45,9 @@ def floor_cells(metrics: Mapping[str, Any], confidences, private: bool) -> dict[
 
 
 def audit_column(confidence: float) -> str:
-    """'audit_0.95': the CSV column of the median trial's audit at a confidence (the parameter of the mechanism's own
-    family, mu, eps or the noise multiplier, that its successes refute: stages.bound.audit)."""
+    """'audit_0.95': the CSV column of an audit at a confidence (the parameter of the mechanism's own family, mu, eps
+    or the noise multiplier, that successes refute: stages.bound.audit): the median trial's in report.csv, each
+    trial's in a job's trials.csv."""
     return f"audit_{float(confidence):g}"
 
 
@@ -66,6 +67,51 @@ def audit_cells(metrics: Mapping[str, Any], confidences, private: bool) -> dict[
         cells[audit_column(confidence)] = one.get("median")
         cells[refute_column(confidence)] = one.get("share_refuting_claim")
     return cells
+
+
+def trials_rows(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per attack (and variant) and trial of a job's metrics.json, for its trials.csv: trial, attack,
+    successes, the prior baseline's successes in that trial (the a-priori guesses z*), and at every confidence the
+    count bound that trial is held to (bound_<c>), whether it exceeded it (exceed_<c>: 1 or 0) and the trial's
+    audit (audit_<c>: the largest parameter of metrics.json audit.family its successes refute, 0 where none; empty
+    where the game has no bound or no audit)."""
+    confidences = metrics.get("confidences") or []
+    baseline = metrics.get("prior_successes") or []
+    audit = metrics.get("audit") or {}
+    rows = []
+    for label, attack in (metrics.get("attacks") or {}).items():
+        successes = attack.get("successes") or []
+        per_trial = attack.get("bound_per_trial") or {}
+        shared = attack.get("bound") or {}
+        audited = (audit.get("attacks") or {}).get(label) or {}
+        for r, m in enumerate(successes):
+            row: dict[str, Any] = {"trial": r, "attack": label, "successes": m,
+                                   "prior_successes": baseline[r] if r < len(baseline) else None}
+            for c in confidences:
+                key = confidence_key(c)
+                count = per_trial[key][r] if key in per_trial else shared.get(key)
+                if isinstance(count, list):  # a per-trial law: one count per trial
+                    count = count[r]
+                row[bound_column(c)] = count
+                row[exceed_column(c)] = None if count is None else int(m > count)
+                thetas = (audited.get(key) or {}).get("per_trial")
+                row[audit_column(c)] = thetas[r] if thetas is not None else None
+            rows.append(row)
+    return rows
+
+
+def write_trials_csv(metrics: Mapping[str, Any], path: str | os.PathLike) -> Path:
+    """trials_rows(metrics) written as CSV to path (its columns in row order); the folder must exist."""
+    import csv
+
+    rows = trials_rows(metrics)
+    path = Path(path)
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["trial", "attack", "successes"])
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    return path
 
 
 def exceed_column(confidence: float) -> str:

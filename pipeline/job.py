@@ -27,7 +27,7 @@ from pipeline.cache import StageCache, save_arrays
 from pipeline.errors import ConfigError
 from pipeline.figures import plot_successes
 from pipeline.game import BOX_GROUPS, compute_metrics
-from pipeline.io import write_json_atomic
+from pipeline.io import write_json_atomic, write_trials_csv
 from pipeline.labels import baseline_label, bound_label, privacy_label
 
 __all__ = ["check_output_dir", "complete_job", "folder_contents", "run_game", "run_job"]
@@ -41,6 +41,8 @@ STAGING_PREFIX = ".staging-"
 _COMMIT_LOCK = ".commit.lock"
 # metrics.json while staged: not under its own name, so no scan for metrics.json (a report, job_folders) finds it there
 _STAGED_METRICS = "metrics.json.staged"
+#: One row per attack and trial: successes, the bound it is held to, exceeded or not, its audit (pipeline.io.trials_rows).
+TRIALS_CSV = "trials.csv"
 
 
 def folder_contents(folder: str | os.PathLike) -> str:
@@ -96,7 +98,8 @@ def check_output_dir(output_dir: str | os.PathLike, cfg: DictConfig | None = Non
 
 def complete_job(cfg: DictConfig, output_dir: str | os.PathLike) -> list[str]:
     """Finish what a done job's folder lacks (an older run, interrupted after its metrics.json, left its figure
-    undrawn): the histogram of a game, the table and figure of an experiment's task. Returns what it wrote."""
+    undrawn, or ran before trials.csv was written): the histogram and trials.csv of a game, the table and figure of
+    an experiment's task. Returns what it wrote."""
     import json
 
     folder = Path(output_dir)
@@ -105,11 +108,17 @@ def complete_job(cfg: DictConfig, output_dir: str | os.PathLike) -> list[str]:
 
         table, figure, _ = write_report(folder)
         return [str(table), str(figure)]
-    figure = folder / "figures" / "successes.png"
-    if figure.exists():
-        return []
-    plot_successes(json.loads((folder / "metrics.json").read_text()), figure)
-    return [str(figure)]
+    figure, table = folder / "figures" / "successes.png", folder / TRIALS_CSV
+    wrote = []
+    if not figure.exists():
+        plot_successes(json.loads((folder / "metrics.json").read_text()), figure)
+        wrote.append(str(figure))
+    if not table.exists():
+        staged = table.with_name(f".{TRIALS_CSV}.staged")
+        write_trials_csv(json.loads((folder / "metrics.json").read_text()), staged)
+        os.replace(staged, table)
+        wrote.append(str(table))
+    return wrote
 
 
 def _commit(staging: Path, output_dir: Path) -> None:
@@ -130,7 +139,7 @@ def _commit(staging: Path, output_dir: Path) -> None:
 
 
 def run_game(cfg: DictConfig, output_dir: str | os.PathLike, cache: StageCache | None = None, logger=None) -> dict:
-    """Play the game of cfg and write metrics.json and figures/successes.png into output_dir.
+    """Play the game of cfg and write metrics.json, trials.csv and figures/successes.png into output_dir.
 
     Everything is computed before anything is written, so a refused value leaves no metrics.json; the outputs are
     staged and moved into place together, metrics.json last (the folder is whole or holds none of them), and
@@ -160,6 +169,7 @@ def run_game(cfg: DictConfig, output_dir: str | os.PathLike, cache: StageCache |
     staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=output_dir))
     try:
         plot_successes(metrics, staging / "figures" / "successes.png")
+        write_trials_csv(metrics, staging / TRIALS_CSV)
         if played.per_target:
             (staging / "per_target").mkdir()
             save_arrays(staging / "per_target", guesses=played.guesses,

@@ -1,7 +1,8 @@
 """The quickstart (`python -m pipeline` with no arguments): the idealized Gaussian game at a few epsilons.
 
 100 canaries with 10 candidate secrets each, a uniform and a Zipf prior, the Gaussian mechanism
-calibrated to (epsilon, 1e-5)-DP, the Bayes-optimal attack, exact match, and the one-run bound. Each
+calibrated to (epsilon, 1e-5)-DP, the Bayes-optimal attack, exact match, the one-run bound, and the median
+trial's audit (audit=median; a game's default audits every trial). Each
 game is composed from the real config tree (conf/) exactly as `python -m pipeline prior=... ` would
 compose it, played by the same code, and written to outputs/quickstart/<time>/<job>/ like a sweep's
 job folder, so `python -m pipeline.report` reads it. The played trials go through the stage cache:
@@ -32,7 +33,7 @@ def quickstart_overrides(prior: str, epsilon: float, trials: int = TRIALS) -> li
     return [
         f"prior={prior}", "prior.n_targets=100", "prior.domain_size=10",
         "mechanism=gaussian", f"mechanism.epsilon={epsilon}", "mechanism.delta=1e-5",
-        "attack=bayes_optimal", "metric=exact", "bound=one_run", "logger=none",
+        "attack=bayes_optimal", "metric=exact", "bound=one_run", "logger=none", "audit=median",
         f"trials={trials}", "name=quickstart",
     ]
 

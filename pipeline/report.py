@@ -451,6 +451,103 @@ def _attack_label(rows: list[dict[str, Any]]) -> str:
 #: How the figure draws the attack, each variant and the prior baseline: (color, marker), in this order.
 _SERIES_STYLES = (("C0", "o"), ("C2", "X"), ("C4", "P"), ("C5", "*"), ("C6", "h"), ("C8", "d"), ("C9", "<"))
 _NOT_PRIVATE = "not private: no epsilon, no bound"
+#: (line style, marker) of each confidence, lowest first: the bound lines (black) and the audit lines (_AUDIT_COLOR).
+_CONFIDENCE_STYLES = ((":", "v"), ("--", "^"), ("-.", "D"), ((0, (1, 3)), "P"))
+_AUDIT_COLOR = "C3"
+#: An audit panel's scale: logarithmic where the claimed parameters span more than this ratio.
+_AUDIT_LOG_RATIO = 30.0
+#: The parameter's symbol on the figure (report column audit_family: mu, eps or noise_multiplier).
+_AUDIT_SYMBOLS = {"noise_multiplier": "sigma"}
+_AUDIT_EDGE = "audit refutes nothing: drawn on the panel's dotted edge line"
+#: How to read an audit panel, under the figure where it has one.
+AUDIT_READING = ("\"what the attack proves\": x the mechanism's claimed parameter, y the parameter that the median "
+                 "trial's successes refute at confidence c (mu, eps: every value <= y, 0 where none; the noise "
+                 "multiplier sigma: every value >= y, inf where none). A point above the diagonal (below it for sigma) "
+                 "refutes the claim, which a correct mechanism's trials do at confidence c in at most a 1 - c share.")
+
+
+def _audit_symbol(family: Any) -> str:
+    return _AUDIT_SYMBOLS.get(str(family), str(family))
+
+
+def _audit_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """The audit_<c> columns (by confidence) that some audited row fills."""
+    return sorted({k for r in rows if _is_audited(r) for k in r if k.startswith("audit_")
+                   and confidence_of_column(k) is not None and not math.isnan(_number(r.get(k)))},
+                  key=confidence_of_column)
+
+
+def _is_audited(row: dict[str, Any]) -> bool:
+    """A private run whose audit columns are filled (a family fits its profile): it has an audit panel."""
+    return (_is_private(row) and row.get("audit_family") not in (None, "")
+            and math.isfinite(_number(row.get("audit_claimed"))))
+
+
+def _audit_claim_label(loss_grows: bool) -> str:
+    return ("the claim (audit = claimed): a point above it refutes the claimed mu or eps" if loss_grows else
+            "the claim (audit = claimed): a point below it refutes the claimed sigma")
+
+
+def _audit_plan(rows: list[dict[str, Any]], columns: list[str]) -> dict[str, Any]:
+    """An audit panel's rows (by claimed parameter), values per column, scale and limits. A value that refutes
+    nothing (0 for mu and eps, inf for the noise multiplier) is `none_y`: 0 on a linear axis for mu and eps (its
+    value), else the edge of the panel (`edge`: a dotted line marks it)."""
+    rows = sorted(rows, key=lambda r: _number(r.get("audit_claimed")))
+    loss_grows = str(rows[0].get("audit_family")) != "noise_multiplier"
+    claimed = np.array([_number(r.get("audit_claimed")) for r in rows])
+    values = {c: np.array([_number(r.get(c)) for r in rows]) for c in columns}
+    nothing = {c: (v == 0.0) if loss_grows else np.isinf(v) for c, v in values.items()}
+    finite = np.concatenate([claimed, *(v[np.isfinite(v) & (v > 0)] for v in values.values())])
+    log = bool(claimed.min() > 0 and claimed.max() / claimed.min() > _AUDIT_LOG_RATIO)
+    if log:
+        low, high = finite.min() / 1.6, finite.max() * 1.6
+        limits = (low / 1.15, high * 1.15)
+        none_y = low if loss_grows else high
+    else:
+        high = 1.1 * finite.max() if finite.max() > 0 else 1.0
+        limits = (-0.04 * high, 1.04 * high)
+        none_y = 0.0 if loss_grows else high
+        low = 0.0
+    edge = (log or not loss_grows) and any(n.any() for n in nothing.values())
+    return {"rows": rows, "loss_grows": loss_grows, "claimed": claimed, "values": values, "nothing": nothing,
+            "log": log, "diagonal": (low, high), "limits": limits, "none_y": none_y, "edge": edge}
+
+
+def _draw_audit(ax, plan: dict[str, Any], styles: dict[float, tuple], title: str, handles: dict[str, Any]) -> None:
+    """An audit panel: per confidence the median trial's audit (report column audit_<c>) against the claimed
+    parameter, in the bound's style at that confidence, and the diagonal (the claim)."""
+    x = plan["claimed"]
+    low, high = plan["diagonal"]
+    line = ax.plot([low, high], [low, high], color="0.45", linewidth=1.0, zorder=1,
+                   label=_audit_claim_label(plan["loss_grows"]))[0]
+    handles.setdefault(line.get_label(), line)
+    if plan["edge"]:
+        line = ax.axhline(plan["none_y"], color="0.5", linestyle=(0, (2, 2)), linewidth=0.8, zorder=0.5,
+                          label=_AUDIT_EDGE)
+        handles.setdefault(_AUDIT_EDGE, line)
+    for column, values in plan["values"].items():
+        c = confidence_of_column(column)
+        style, marker = styles[c]
+        nothing = plan["nothing"][column]
+        drawn = np.where(nothing & plan["edge"], np.nan, values)
+        line = ax.plot(x, drawn, linestyle=style, marker=marker, color=_AUDIT_COLOR, markersize=5,
+                       label=f"audit @ {c:g} (median trial)")[0]
+        handles.setdefault(line.get_label(), line)
+        if plan["edge"] and nothing.any():  # refutes nothing: a point on the edge line, not joined to the others
+            ax.plot(x[nothing], [plan["none_y"]] * int(nothing.sum()), linestyle="none", marker=marker,
+                    color=_AUDIT_COLOR, markersize=5, label=f"_nothing refuted @ {c:g}")
+    scale = "log" if plan["log"] else "linear"
+    ax.set_xscale(scale)
+    ax.set_yscale(scale)
+    ax.set_xlim(*plan["limits"])
+    ax.set_ylim(*plan["limits"])
+    symbol = _audit_symbol(plan["rows"][0].get("audit_family"))
+    ax.set_xlabel(f"claimed {'noise multiplier ' if symbol == 'sigma' else ''}{symbol}")
+    none = "0" if plan["loss_grows"] else "inf"
+    ax.set_ylabel(f"audit (median trial): refutes\nevery {symbol} {'<=' if plan['loss_grows'] else '>='} y "
+                  f"({none}: none)")
+    ax.set_title(title, fontsize=7.5)
+    ax.grid(alpha=0.3)
 
 
 def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
@@ -468,6 +565,13 @@ def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
     has no epsilon and no bound: its attack, variants and prior baseline are points at the right end of the
     epsilon axis, in a shaded band marked "not private". The figure states delta, trials, metric, k and the
     comparator, and how to read a bound line. `note` (e.g. which jobs are missing) goes under the figure.
+
+    Beside a panel whose private jobs have audit columns (report columns audit_family, audit_claimed, audit_<c>), a
+    panel "what the attack proves" (one per audited family): the median trial's audit at each confidence (in the
+    bound's line style and marker at that confidence) against the claimed parameter, and the diagonal (the claim);
+    what refutes nothing is drawn at 0, or where the axis cannot show it (inf for the noise multiplier, 0 on a log
+    axis) on a dotted line at the panel's edge (_audit_plan). AUDIT_READING goes under the figure. Without audit
+    columns the figure has no such panel.
     """
     import matplotlib
 
@@ -488,7 +592,26 @@ def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
     same_n = len({r["n_targets"] for r in rows}) == 1
     same_k = len({str(r.get("k")) for r in rows}) == 1
     any_public = any(not _is_private(r) for r in rows)
-    n_rows, n_cols = grid_shape(len(series))
+    # each facet's panel, and beside it its "what the attack proves" panel (one per audited family) where its private
+    # jobs have audit columns; with any audit panel, a facet without one keeps an empty slot, so pairs stay together
+    audit_columns = _audit_columns(rows)
+    audited: dict[str, dict[str, list[dict[str, Any]]]] = {label: {} for label in series}
+    for label, members in series.items():
+        for r in members:
+            if audit_columns and _is_audited(r):
+                audited[label].setdefault(str(r["audit_family"]), []).append(r)
+    any_audit = any(audited.values())
+    panels: list[tuple[str, str, Any]] = []  # (kind, facet label or title, the facet's rows or the audit plan)
+    for label, members in series.items():
+        panels.append(("bound", label, members))
+        for family, members_of in audited[label].items():
+            title = f"what the attack proves: {label}"
+            title += f" ({_audit_symbol(family)})" if len(audited[label]) > 1 else ""
+            panels.append(("audit", title, _audit_plan(members_of, audit_columns)))
+        if any_audit and not audited[label]:
+            panels.append(("empty", label, None))
+    plans = [plan for kind, _, plan in panels if kind == "audit"]
+    n_rows, n_cols = grid_shape(len(panels))
     width, height = PANEL_SIZE
     chars = max(60, int(width * n_cols * 15))
     settings = (f"mechanism = {_shared(rows, 'mechanism')}, delta = {_shared(rows, 'delta')}, n = "
@@ -498,7 +621,8 @@ def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
                 + (f", bound theorem = {short_theorem(one_theorem)}" if one_theorem else ""))
     header = _wrap(settings, chars)
     # the theorems as short ids (header, panel titles, legend), expanded once under the figure
-    footer = "\n".join(_wrap(text, chars) for text in (theorem_legend(theorems), BOUND_READING, note) if text)
+    footer = "\n".join(_wrap(text, chars) for text in (theorem_legend(theorems), BOUND_READING,
+                                                     AUDIT_READING if plans else "", note) if text)
     header_in = 0.2 + 0.15 * (header.count("\n") + 1)
     legend_cols = 3 if width * n_cols >= 12 else 2 if width * n_cols >= 8 else 1
     legend_title = _wrap(f"bound lines: {short_theorem(one_theorem)}" if one_theorem else
@@ -510,11 +634,19 @@ def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
     band_label = f"worst case @ {confidence_of_column(top):g} lies here (floor to bound)" if top else None
     any_floor = bool(top) and any(not math.isnan(_number(r.get(floor_top))) for r in rows if _is_private(r))
     entries = 2 + len(variants) + len(bound_columns) + int(any_public) + int(any_floor)
+    claims = sorted({_audit_claim_label(plan["loss_grows"]) for plan in plans})
+    entries += (len(audit_columns) + len(claims) + any(plan["edge"] for plan in plans)) if plans else 0
     legend_in = 0.3 + 0.17 * (math.ceil(entries / legend_cols) + legend_title.count("\n") + 1)
     footer_in = 0.15 + 0.13 * (footer.count("\n") + 1)
     fig_h = n_rows * height + header_in + legend_in + footer_in
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(width * n_cols, fig_h), squeeze=False, sharey=same_n)
+    # the success panels share their y axis where n is the same; an audit panel has its own axes
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(width * n_cols, fig_h), squeeze=False,
+                             sharey=same_n and not plans)
     flat = list(axes.ravel())
+    bound_axes = [ax for ax, (kind, *_) in zip(flat, panels) if kind == "bound"]
+    if plans and same_n:
+        for ax in bound_axes[1:]:
+            ax.sharey(bound_axes[0])
     handles: dict[str, Any] = {}
     attack_label = _attack_label(rows)
     prior_label = f"prior baseline z* (k={_shared(rows, 'k')}, mean)" if same_k else "prior baseline z* (the panel's k, mean)"
@@ -524,7 +656,7 @@ def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
         color, marker = _SERIES_STYLES[1 + i % (len(_SERIES_STYLES) - 1)]
         lines_of.append((f"attack variant: {label} (mean)", f"{label}_success_mean", color, marker))
     lines_of.append((prior_label, "prior_success_mean", "C1", "s"))
-    for ax, (label, members) in zip(flat, series.items()):
+    for ax, (label, members) in zip(bound_axes, series.items()):
         private = sorted((r for r in members if _is_private(r)), key=lambda r: r["epsilon"])
         public = [r for r in members if not _is_private(r)]
         eps = [float(r["epsilon"]) for r in private]
@@ -557,7 +689,7 @@ def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
                                    label=name)[0]
                     handles.setdefault(name, line)
         if private:
-            for column, style, marker in zip(bound_columns, (":", "--", "-.", (0, (1, 3))), ("v", "^", "D", "P")):
+            for column, (style, marker) in zip(bound_columns, _CONFIDENCE_STYLES):
                 c = f"{confidence_of_column(column):g}"
                 line = ax.plot(eps, [_number(r.get(column)) for r in private], linestyle=style, marker=marker,
                                color="k", markersize=5, label=f"bound @ {c}")[0]
@@ -586,12 +718,22 @@ def report_figure(rows: list[dict[str, Any]], *, note: str = ""):
             title += "; bound: " + ", ".join(dict.fromkeys(short_theorem(t) for t in panel_theorems))
         ax.set_title(_wrap(title, int(width * 13)), fontsize=7.5)
         ax.grid(alpha=0.3)
-    for ax in flat[len(series):]:
-        ax.set_visible(False)
+    # an audit line at confidence c in the bound line's style at c (a confidence without a bound line: the next style)
+    styles = {confidence_of_column(c): style for c, style in zip(bound_columns, _CONFIDENCE_STYLES)}
+    for column in audit_columns:
+        styles.setdefault(confidence_of_column(column), _CONFIDENCE_STYLES[len(styles) % len(_CONFIDENCE_STYLES)])
+    for ax, (kind, title, plan) in zip(flat, panels):
+        if kind == "audit":
+            _draw_audit(ax, plan, styles, _wrap(title, int(width * 13)), handles)
+    for ax, (kind, *_) in zip(flat, panels + [("empty", "", None)] * (len(flat) - len(panels))):
+        if kind == "empty":
+            ax.set_visible(False)
     fig.text(0.5, 1 - 0.1 / fig_h, header, fontsize=8, ha="center", va="top")
     # the legend in the order of the lines: attack, variants, prior baseline, bounds, the bracket, the not-private band
+    # and the audit panels' lines: the audits, the claim, the edge line of what refutes nothing
     order = ([name for name, *_ in lines_of] + [f"bound @ {confidence_of_column(c):g}" for c in bound_columns]
-             + [band_label, _NOT_PRIVATE])
+             + [band_label, _NOT_PRIVATE]
+             + [f"audit @ {confidence_of_column(c):g} (median trial)" for c in audit_columns] + claims + [_AUDIT_EDGE])
     handles = {name: handles[name] for name in sorted(handles, key=lambda n: order.index(n) if n in order else len(order))}
     fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=legend_cols, fontsize=7,
                frameon=False, bbox_to_anchor=(0.5, footer_in / fig_h), title=legend_title, title_fontsize=7)

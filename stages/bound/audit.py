@@ -261,6 +261,22 @@ def _largest_refuted(count, m: int, grid: _Grid, start: int, first_step: int | N
     return lo
 
 
+def _inward_order(distinct: list[int]) -> list[int]:
+    """The sorted distinct counts in the order the extremes first, then each middle of what is left (so every count
+    is searched between two answered ones)."""
+    out, spans = [], [(0, len(distinct) - 1)] if distinct else []
+    if distinct:
+        out = [distinct[0]] + ([distinct[-1]] if len(distinct) > 1 else [])
+    while spans:
+        a, b = spans.pop(0)
+        if b - a < 2:
+            continue
+        mid = (a + b) // 2
+        out.append(distinct[mid])
+        spans += [(a, mid), (mid, b)]
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # the auditor: one setting (priors, guesses, family), many observations and confidences
 # --------------------------------------------------------------------------------------------
@@ -319,6 +335,7 @@ class Auditor:
         self.adaptive = self._abstaining(p)
         self._uniform = self._mmc_priors(p, distributions)
         self._counts: dict = {}
+        self._cheaps: dict = {}
 
     def _reference(self) -> float:
         return 1.0 if self.family.name != "dpsgd" else 10.0
@@ -414,6 +431,8 @@ class Auditor:
         applies (one exact guess, every guessed target's prior 1/k, a profile that is not eps-DP); else None."""
         if self.kwargs["set_valued"] or self.family.name == "pure" or self._uniform is None:
             return None
+        if i in self._cheaps:
+            return self._cheaps[i]
         c = float(self.confidences[i])
         game = self.kwargs["game"]
         priors = [q for q in (self._uniform, self.adaptive) if q is not None]
@@ -425,6 +444,7 @@ class Auditor:
                 memo[j] = min(int(prior_work.mmc_bound(profile, q, confidence=c)) for q in priors)
             return memo[j]
 
+        self._cheaps[i] = count
         return count
 
     def count(self, theta: float, confidence: float) -> int:
@@ -448,24 +468,124 @@ class Auditor:
         i = self._level(confidence)
         return bool(m > self._at(("exact", float(theta)))[0][i])
 
-    def audit(self, successes, confidence=None, *, start: float | None = None) -> Audit:
-        """The audit of one observation at ``confidence`` (default: the auditor's first). ``start``: where the
-        search begins (e.g. the claimed parameter; only the speed depends on it, the answer is the grid's)."""
+    def _observed(self, successes) -> int:
         m = _successes(successes, self.targets)
         if m > self.guesses:
             raise _validate.ArgumentError("successes", f"successes must be at most the number of guesses "
                                                        f"({self.guesses}), got {m}.")
-        i = 0 if confidence is None else self._level(confidence)
-        c = float(self.confidences[i])
-        grid = self.grid
-        begin = grid.index(start) if start is not None else grid.index(self._reference())
-        full = lambda jj: int(self._at(jj, i)[0][0])  # noqa: E731
+        return m
+
+    def _begin(self, start: float | None) -> int:
+        return self.grid.index(start) if start is not None else self.grid.index(self._reference())
+
+    def _full(self, i: int):
+        return lambda jj: int(self._at(jj, i)[0][0])  # noqa: E731
+
+    def _index(self, m: int, i: int, begin: int, full=None, first_step: int | None = None) -> int | None:
+        """The largest grid index the minimum refutes with m successes at confidence i (None: none), searched
+        outward from ``begin`` (``full``: the count at a grid index, default the count at confidence i alone)."""
+        grid, full = self.grid, full or self._full(i)
         cheap = self._cheap(i)
         # MMC's count alone first where it applies (milliseconds a point): the minimum refutes wherever it does, so
         # the full search starts at its answer, one grid point at a time (the answer itself where MMC wins)
         found = None if cheap is None else _largest_refuted(cheap, m, grid, begin)
-        j = (_largest_refuted(full, m, grid, begin) if found is None else
-             _largest_refuted(full, m, grid, found, first_step=1))
+        return (_largest_refuted(full, m, grid, begin, first_step) if found is None else
+                _largest_refuted(full, m, grid, found, first_step=1))
+
+    def audit(self, successes, confidence=None, *, start: float | None = None) -> Audit:
+        """The audit of one observation at ``confidence`` (default: the auditor's first). ``start``: where the
+        search begins (e.g. the claimed parameter; only the speed depends on it, the answer is the grid's)."""
+        m = self._observed(successes)
+        i = 0 if confidence is None else self._level(confidence)
+        return self._result(m, i, self._index(m, i, self._begin(start)))
+
+    def audit_counts(self, successes, confidence=None, *, start: float | None = None,
+                     detail: bool = True) -> list[Audit]:
+        """The audits of many observations at one ``confidence`` (default: the auditor's first), in their order:
+        each the one ``audit`` gives (the same grid index), found together (``audit_table``)."""
+        i = 0 if confidence is None else self._level(confidence)
+        return self.audit_table(successes, start=start, detail=detail, levels=[i])[0]
+
+    def audit_table(self, successes, *, start: float | None = None, detail: bool = True,
+                    levels=None) -> list[list[Audit]]:
+        """The audits of many observations at every confidence (``levels``: the indices of some), [confidence]
+        [observation]: each the one ``audit`` gives (the same grid index), found together. The audit is
+        non-decreasing in the count and the count bound non-decreasing in the parameter (THEORY.md section 12), so
+        every grid point's count bound at a confidence brackets the answer of every count there (computing every
+        confidence at once cost about twice one: they are computed one at a time), and each count's search starts
+        from the tightest bracket the points computed so far give: the distinct counts from the extremes inward, an
+        interpolated step alternating with a halving one. ``detail=False``: each audit's ``count`` and
+        ``theorem`` (the bound at theta_hat) are left None unless that grid point was computed anyway (the search
+        certifies theta_hat without them: refuted there, not at the next point)."""
+        ms = [self._observed(m) for m in np.asarray(successes).reshape(-1).tolist()]
+        levels = range(len(self.confidences)) if levels is None else levels
+        distinct = sorted(set(ms))
+        begin = self._begin(start)
+        table = []
+        for i in levels:
+            if distinct:
+                # the grid's end of the least privacy loss (nothing below it refuted: what the prior alone allows)
+                # and the start: every count's first bracket, or its answer "refutes nothing" at once
+                for j in (self.grid.lo, begin):
+                    self._at(j, i)
+            found: dict[int, int | None] = {}
+            for m in _inward_order(distinct):
+                found[m] = self._bracketed(m, i, begin)
+            table.append([self._result(m, i, found[m], detail) for m in ms])
+        return table
+
+    def _known(self, i: int):
+        """The grid points whose count at confidence i is computed, sorted, and those counts."""
+        points = sorted({j for (j, c) in self._counts if (c is None or c == i) and isinstance(j, int)})
+        return points, [int(self._at(j, i)[0][0]) for j in points]
+
+    def _bracketed(self, m: int, i: int, begin: int) -> int | None:
+        """The largest grid index the minimum refutes with m successes at confidence i (None: none), searched
+        within the bracket the computed points give (``_index`` where they give no bracket)."""
+        grid, full = self.grid, self._full(i)
+        points, counts = self._known(i)
+        below = [j for j, c in zip(points, counts) if c < m]
+        above = [j for j, c in zip(points, counts) if c >= m]
+        if not above and not below:
+            return self._index(m, i, begin, full)
+        lo = max(below) if below else None
+        hi = min(above) if above else None
+        cheap = self._cheap(i)
+        if cheap is not None:  # MMC's answer is refuted by the minimum too: the answer where MMC wins
+            known = _largest_refuted(cheap, m, grid, lo if lo is not None else (hi if hi is not None else begin))
+            if known is not None and (lo is None or known > lo) and (hi is None or known < hi):
+                lo = known
+            if lo is not None and (hi is None or hi > lo + 1) and lo < grid.hi:
+                if full(lo + 1) >= m:
+                    return lo
+                lo += 1
+        if lo is None or hi is None:  # one side open: the outward search from the side known
+            return self._index(m, i, lo if lo is not None else hi, full, first_step=1)
+        interpolate = True
+        while hi - lo > 1:
+            c_lo, c_hi = full(lo), full(hi)
+            mid = (lo + hi) // 2
+            if interpolate and c_hi > c_lo:
+                t_lo, t_hi = grid.theta(lo), grid.theta(hi)
+                mid = grid.index(t_lo + (m - 0.5 - c_lo) / (c_hi - c_lo) * (t_hi - t_lo))
+            mid = min(max(mid, lo + 1), hi - 1)
+            width = hi - lo
+            if full(mid) < m:
+                lo = mid
+            else:
+                hi = mid
+            interpolate = not interpolate or (hi - lo) * 2 <= width
+        return lo
+
+    def detailed(self, one: Audit) -> Audit:
+        """``one`` (an audit of this auditor's, e.g. from ``audit_table(detail=False)``) with its count bound and
+        theorem at theta_hat."""
+        j = self.grid.index(one.theta) if one.refutes else None
+        return self._result(one.successes, self._level(one.confidence), j, True)
+
+    def _result(self, m: int, i: int, j: int | None, detail: bool = True) -> Audit:
+        c = float(self.confidences[i])
+        grid, full = self.grid, self._full(i)
         fam = self.family
         what = f"{m} successes of {self.guesses} guesses on {self.targets} targets"
         if j is None:
@@ -477,13 +597,17 @@ class Auditor:
             return Audit(theta, False, False, c, m, self.targets, self.guesses, fam, None, None, edge,
                          full(grid.lo), self.rtol, statement)
         theta = grid.theta(j)
-        count, names = self._at(j, i)
+        if detail or (j, i) in self._counts or (j, None) in self._counts:
+            count, names = self._at(j, i)
+        else:
+            count, names = [None], [None]
         at_cap = j == grid.hi
         nxt = None if at_cap else grid.theta(j + 1)
-        statement = (f"With confidence {c:g}, {what}: the mechanism is not {fam.refuted(theta)} (the count bound at "
-                     f"{theta:.6g} is {int(count[0])}, {names[0]})"
+        by = "" if count[0] is None else f" (the count bound at {theta:.6g} is {int(count[0])}, {names[0]})"
+        statement = (f"With confidence {c:g}, {what}: the mechanism is not {fam.refuted(theta)}{by}"
                      + ("; the grid ends there, so it may refute more" if at_cap else "") + ".")
-        return Audit(theta, True, at_cap, c, m, self.targets, self.guesses, fam, int(count[0]), names[0], nxt,
+        return Audit(theta, True, at_cap, c, m, self.targets, self.guesses, fam,
+                     None if count[0] is None else int(count[0]), names[0], nxt,
                      None if at_cap else full(j + 1), self.rtol, statement)
 
     def audits(self, successes, *, start: float | None = None) -> list[list[Audit]]:

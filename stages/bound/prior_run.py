@@ -18,11 +18,11 @@ G_i's infimal convolution; written through G's convex conjugate, the whole famil
 on the law p_j = Pr[N = j]. The largest Pr[N >= c] under these constraints is a linear program in p (a finite set of s
 only relaxes it). The library solves its dual on a grid of s (THEORY.md §9, "The dual the library solves"): a measure
 lam on the grid and, per count j, the mass y_j of lam a multiplier may use, with Theorem 4's multipliers for every set T
-reduced to "the top y_j of lam"; rows of that dual are generated as they break and the counts a dual point leaves at
-zero are left out, so its size follows the law's window, not n x cuts; above 300 targets the counts far from the one
-decided share their y in blocks (Corollary 9.3: the constraints of the sets T made of whole blocks), so its size
-barely grows with n. Every number returned is the objective of a
-dual-feasible point rebuilt from the solution (weak duality): a valid upper bound on Pr[N >= c] for every mechanism
+reduced to "the top y_j of lam"; rows of that dual are generated as they break (and dropped once they stop binding)
+and the counts a dual point leaves at zero are left out, so its size follows the law's window, not n x cuts; above 300
+targets the counts far from the one decided share their y in blocks (Corollary 9.3: the constraints of the sets T made
+of whole blocks), so its size barely grows with n. Every number returned is the objective of a dual-feasible point
+rebuilt from the solution (weak duality): a valid upper bound on Pr[N >= c] for every mechanism
 with the profile and every attack (one exact guess per target), whatever the solver's accuracy.
 
 On uniform priors G is MMC's (k - 1) g, and the LP holds every one of MMC's constraints (Theorem 3.1 for all T, where
@@ -55,8 +55,12 @@ PRIOR_RUN_THEOREM = "whole-prior one-run count (THEORY.md Thm 4)"
 #: planes kept at most 64), in one HiGHS model per PriorRun with its rows generated as they break and a window of
 #: counts, so it runs at any n (no PRIOR_RUN_MAX_TARGETS); the same theorem, counts the same or smaller at n <= 200;
 #: 4: above 300 targets the dual's masses y are one per block of counts (Corollary 9.3: a relaxation of the LP, the
-#: same certificate), so its size no longer grows with n; the same numbers at n <= 300.
-PRIOR_RUN_VERSION = 4
+#: same certificate), so its size no longer grows with n; the same numbers at n <= 300;
+#: 5: faster, the same theorem and certificate (issue 40): a dual simplex (devex pricing) that stalls hands over to a
+#: primal one, rows are added two atoms either side and dropped once they stop binding, the window starts 20 counts
+#: (not 100) below, and the count search interpolates the dual's optimum with a bounded step; the same counts on
+#: every case measured, tails may differ in the last digits (the grid is refined along another path).
+PRIOR_RUN_VERSION = 5
 #: Theorem 4's LP keeps at most this many groups of targets by default (runs of distinct priors of similar p, each group's
 #: lemma averaged over its targets): more groups see more of how the priors differ, and cost more (``groups``).
 MAX_GROUPS = 2
@@ -80,18 +84,24 @@ _MAX_ROUNDS = 60
 #: A threshold row is added where the solution's X_j exceeds the exact top-y_j moment by more than this (relative).
 _ROW_TOL = 1e-7
 #: The count window starts this fraction of n (at least _WINDOW_MIN counts) below the first count asked, and doubles
-#: its width whenever the dual puts more than _EDGE (absolute) on y at its lowest count.
+#: its width whenever the dual puts more than _EDGE (absolute) on y at its lowest count (_WINDOW_MIN was 100 up to
+#: version 4: at n <= 100 every model then held every count, and its LPs were twice as slow).
 _WINDOW = 0.25
-_WINDOW_MIN = 100
+_WINDOW_MIN = 20
 _EDGE = 1e-9
 #: A decision stops above its target once the dual's optimum with the rows so far exceeds it by this fraction (the
 #: finer grid and the wider window could still lower it, by 0.5% where measured; else the rounds run to the end).
 _ABOVE = 0.02
+#: The count search's interpolated step reaches at most this many times the distance of the two counts it is drawn from.
+_SECANT_REACH = 8
 #: Count blocks (Corollary 9.3): counts within _BLOCK_NEAR sqrt(n) of the count decided are their own blocks; beyond,
 #: each block is wider than the last by rho per count of distance, rho = _BLOCK_GROWTH (1 - _BLOCK_FROM / n)_+.
 _BLOCK_NEAR = 2.0
 _BLOCK_GROWTH = 0.25
 _BLOCK_FROM = 300
+#: The first round at a count deletes the generated rows that bound in none of the last _PRUNE_AGE solves (0: none):
+#: the simplex's cost per iteration grows with the rows, and most rows of a search's earlier counts no longer bind.
+_PRUNE_AGE = 3
 #: Simplex iterations per solve (a count, not a time, so runs repeat exactly); a solve that stops short still gives a
 #: certified (looser) bound.
 _ITERATIONS = 200_000
@@ -223,11 +233,13 @@ def one_target_success(psi: "Conjugate") -> float:
 
 @dataclass
 class _CountState:
-    """One count c's rounds: the best certified bound so far, the dual LP's last optimum (where it is a lower bound on
-    the grid LP's: ``PriorRun.tail``), the rounds, and whether they stopped (no row left to add, or _MAX_ROUNDS)."""
+    """One count c's rounds: the best certified bound so far, the dual LP's best optimum (where it is a lower bound on
+    the grid LP's: ``PriorRun.tail``), its last optimum whatever the grid and window (the count search's estimate of
+    the LP's value), the rounds, and whether they stopped (no row left to add, or _MAX_ROUNDS)."""
 
     bound: float = math.inf
     lower: float = -math.inf
+    value: float = math.nan
     rounds: int = 0
     done: bool = False
 
@@ -259,11 +271,25 @@ class PriorRun:
         self.psi = psi
         self.sizes = self.psi.counts
         self.n = int(round(float(np.sum(self.sizes))))
+        # each group's fine grid and G_g* on it (``_grids``)
+        self._fine, self._fine_gstar = _grids(self.psi)
+        self._start()
+
+    def fresh(self) -> "PriorRun":
+        """A PriorRun for the same targets with no rows, counts or refinements yet (a new search's, as a new PriorRun
+        would be), sharing this one's conjugate, fine grids and prior-attack law."""
+        run = object.__new__(PriorRun)
+        run.psi, run.sizes, run.n, run._prior_tail = self.psi, self.sizes, self.n, self._prior_tail
+        run._fine, run._fine_gstar = self._fine, self._fine_gstar
+        run._start()
+        return run
+
+    def _start(self) -> None:
         # the dual's grids start coarse (every _COARSE-th point of the fine grid, its ends kept) and are refined to the
         # fine grid around the atoms the dual's measure uses (``_refine``)
-        self._fine = [_atoms(self.psi, g) for g in range(self.sizes.size)]
-        self.atoms = [f[np.unique(np.append(np.arange(0, f.size, _COARSE), f.size - 1))] for f in self._fine]
-        self.gstar = [self.psi.per_target(s)[g] for g, s in enumerate(self.atoms)]
+        keep = [np.unique(np.append(np.arange(0, f.size, _COARSE), f.size - 1)) for f in self._fine]
+        self.atoms = [f[k] for f, k in zip(self._fine, keep)]
+        self.gstar = [v[k] for v, k in zip(self._fine_gstar, keep)]
         self._below = max(_WINDOW_MIN, int(_WINDOW * self.n))  # how far below a count the window reaches
         self._dual: _Dual | None = None
         self._state: dict[int, _CountState] = {}
@@ -299,28 +325,32 @@ class PriorRun:
         return float(min(1.0, max(0.0, state.bound)))
 
     def estimate(self, c: int, target: float) -> float:
-        """``tail(c, target)`` where it is at most the target; above it, the dual's optimum where that is above the
-        target too (the LP's value, nearer than the certificate the rounds stopped at): the count search interpolates
-        these, and decides on ``tail`` alone."""
+        """``tail(c, target)``, or the dual's last optimum where that is below it and on the same side of the target
+        (the LP's value, nearer than the certificate the rounds stopped at, which stops as soon as it is below the
+        target): the count search interpolates these, and decides on ``tail`` alone."""
         bound = self.tail(c, target)
         state = self._state.get(int(c))
-        if bound > target and state is not None and state.lower > target:
-            return float(min(bound, state.lower))
-        return bound
+        if state is None or not 0.0 < state.value < bound or (state.value <= target) != (bound <= target):
+            return bound
+        return float(state.value)
 
     def _round(self, c: int, state: _CountState) -> None:
         """One round at c: solve the dual, keep the best certified bound, add the rows it breaks, and widen the window
         of counts (a new model with the same rows) when the dual puts mass on its lowest count."""
         dual = self._window(c)
+        if not state.rounds and _PRUNE_AGE:
+            dual.prune(_PRUNE_AGE)  # rows other counts generated that have not bound for a while
         dual.set_count(c)
         optimal, x, objective = dual.model.solve()
+        dual.aged()
         state.rounds += 1
         if x is None:  # no solution at all: the bound stays (1 if no round gave one)
             state.done = True
             return
         state.bound = min(state.bound, dual.certify(x, c))
-        if optimal:  # a lower bound on the dual with these atoms and window: its rows only grow
+        if optimal:  # a lower bound on the dual with these atoms and window (so with any subset of its rows)
             state.lower = max(state.lower, objective)
+            state.value = objective
         added = dual.refine(x)
         if not added and dual.edge(x) > _EDGE and dual.a > 1:
             self._below *= 2  # the next round's window reaches twice as far below
@@ -342,9 +372,9 @@ class PriorRun:
             lo = atoms[np.maximum(used - 1, 0)]
             hi = atoms[np.minimum(used + 1, atoms.size - 1)]
             near = np.any((fine[:, None] >= lo[None, :]) & (fine[:, None] <= hi[None, :]), axis=1)
-            new = np.union1d(atoms, fine[near])
+            new = np.union1d(np.searchsorted(fine, atoms), np.flatnonzero(near))  # indices into the fine grid
             if new.size > atoms.size:
-                self.atoms[g], self.gstar[g] = new, self.psi.per_target(new)[g]
+                self.atoms[g], self.gstar[g] = fine[new], self._fine_gstar[g][new]
                 grew = True
         if grew:
             dual.rows_only = False
@@ -496,6 +526,11 @@ class _Dual:
                                   np.concatenate(upper), _ITERATIONS)
         self.has = [np.zeros((W, K), dtype=bool) for K in self.K]
         self.capped = [np.zeros(W, dtype=bool) for _ in range(m)]
+        # the generated rows, from model row ``base`` on: (group, block, atom; -1 for a cap y_gj <= L_g0) and how many
+        # solves in a row each has not bound (``age``, ``prune``)
+        self.base = r
+        self.gen = np.zeros((0, 3), dtype=np.int64)
+        self.age = np.zeros(0, dtype=np.int64)
         w = np.arange(W)
         for g in range(m):
             # the top atom (X_gj <= s_max y_gj bounds every X) and those around (n - j + 1)/j, where a smooth law's
@@ -507,11 +542,15 @@ class _Dual:
             self._add(g, np.searchsorted(self.starts, j[keep], side="right") - 1, np.searchsorted(atoms[g], s_k[keep]))
 
     def rows(self) -> list:
-        """The generated rows (g, counts j, their atoms' s), to carry into a wider window or a finer grid."""
+        """The generated rows (g, counts j, their atoms' s) that bound in one of the last _PRUNE_AGE solves (all with
+        _PRUNE_AGE = 0), to carry into a wider window, a finer grid or another count's blocks."""
         out = []
         for g in range(self.m):
-            w, k = np.nonzero(self.has[g])
-            out.append((g, self.starts[w], self.atoms[g][k]))
+            mine = self.gen[:, 0] == g
+            if _PRUNE_AGE:
+                mine &= self.age < _PRUNE_AGE
+            w, k = self.gen[mine, 1], self.gen[mine, 2]
+            out.append((g, self.starts[w[k >= 0]], self.atoms[g][k[k >= 0]]))
         return out
 
     def _add(self, g: int, w: np.ndarray, k: np.ndarray) -> int:
@@ -523,6 +562,7 @@ class _Dual:
         w, k = w[new], k[new]
         if w.size:
             self.has[g][w, k] = True
+            self._generated(g, w, k)
             q = np.arange(w.size)
             R = sparse.coo_matrix((np.concatenate([self.atoms[g][k], np.ones(w.size), -np.ones(w.size)]),
                                    (np.tile(q, 3), np.concatenate([self.y[g] + w, self.T[g] + k, self.X[g] + w]))),
@@ -535,12 +575,42 @@ class _Dual:
         w = w[~self.capped[g][w]]
         if w.size:
             self.capped[g][w] = True
+            self._generated(g, w, np.full(w.size, -1))
             q = np.arange(w.size)
             R = sparse.coo_matrix((np.concatenate([np.ones(w.size), -np.ones(w.size)]),
                                    (np.tile(q, 2), np.concatenate([np.full(w.size, self.L[g]), self.y[g] + w]))),
                                   shape=(w.size, self.model.num_col))
             self.model.add_rows(np.zeros(w.size), np.full(w.size, _highs.INF), R)
         return int(w.size)
+
+    def _generated(self, g: int, w: np.ndarray, k: np.ndarray) -> None:
+        self.gen = np.concatenate([self.gen, np.stack([np.full(w.size, g), w, k], axis=1)])
+        self.age = np.append(self.age, np.zeros(w.size, dtype=np.int64))
+
+    def aged(self) -> None:
+        """After a solve: one more solve for every generated row that did not bind (its slack basic), 0 for the
+        others."""
+        basic = self.model.basic_rows()
+        if basic is None:
+            self.age[:] = 0
+        else:
+            self.age = np.where(basic[self.base:], self.age + 1, 0)
+
+    def prune(self, age: int) -> int:
+        """Delete the generated rows that bound in none of the last ``age`` solves (the basis stays valid: their slacks
+        are basic); a later round adds back any that break. How many."""
+        drop = np.flatnonzero(self.age >= age)
+        if drop.size:
+            self.model.delete_rows(self.base + drop)
+            for g, w, k in self.gen[drop]:
+                if k < 0:
+                    self.capped[g][w] = False
+                else:
+                    self.has[g][w, k] = False
+            keep = np.ones(self.age.size, dtype=bool)
+            keep[drop] = False
+            self.gen, self.age = self.gen[keep], self.age[keep]
+        return int(drop.size)
 
     def set_count(self, c: int) -> None:
         """The right-hand sides [j >= c] of the p_j rows (nothing else depends on c)."""
@@ -580,7 +650,8 @@ class _Dual:
 
     def refine(self, x: np.ndarray) -> int:
         """Add the rows the solution breaks: for every count where X_gj exceeds the moment of lam_g's top y_gj, the
-        row of the atom where that top ends and its two neighbours; the caps y_gj <= L_g0 it breaks. How many."""
+        row of the atom where that top ends and two neighbours on each side (fewer rounds than one: measured); the caps
+        y_gj <= L_g0 it breaks. How many."""
         added = 0
         for g in range(self.m):
             lam, _ = self._measure(x, g)
@@ -588,7 +659,7 @@ class _Dual:
             added += self._cap(g, np.flatnonzero(y > lam.sum() * (1.0 + 1e-9) + 1e-12))
             moment, k = _top_moment(self.atoms[g], lam, np.minimum(y, lam.sum()))
             bad = np.flatnonzero(x[self.X[g]: self.X[g] + self.starts.size] > moment * (1.0 + _ROW_TOL) + 1e-12)
-            added += self._add(g, np.tile(bad, 3), np.concatenate([k[bad], k[bad] - 1, k[bad] + 1]))
+            added += self._add(g, np.tile(bad, 5), np.concatenate([k[bad] + d for d in (0, -1, 1, -2, 2)]))
         return added
 
     def edge(self, x: np.ndarray) -> float:
@@ -608,20 +679,32 @@ def _top_moment(s: np.ndarray, lam: np.ndarray, y: np.ndarray):
     return np.maximum(X - 1e-12 * (S[0] + s[-1] * L[0]), 0.0), k
 
 
-def _atoms(psi: "Conjugate", g: int) -> np.ndarray:
-    """Group g's grid of s: _S_DENSE and the conjugate's kinks, where its slope is inside (_SLOPE_LOW, its largest
-    slope - _SLOPE_LOW) and one point beyond on each side (outside, the constraints are slack or the conjugate is
-    the line s * A_max; restricting the dual's measure to a grid only loosens the bound, never invalidates it)."""
-    kinks = psi.kinks(g)
-    kinks = kinks[(kinks > _S_DENSE[0]) & (kinks < _S_DENSE[-1])]
-    if kinks.size > _MAX_KINKS:
-        kinks = kinks[np.linspace(0, kinks.size - 1, _MAX_KINKS).astype(np.int64)]
-    dense = np.union1d(_S_DENSE, kinks)
-    slope = np.gradient(psi.per_target(dense)[g], dense)
-    inside = np.flatnonzero((slope > _SLOPE_LOW) & (slope < slope.max() - _SLOPE_LOW))
-    if inside.size < 2:
-        return np.geomspace(1e-2, 1e4, 9)
-    return dense[max(inside[0] - 1, 0): inside[-1] + 2]
+def _grids(psi: "Conjugate") -> tuple[list, list]:
+    """Each group's fine grid of s and G_g* on it: _S_DENSE and the conjugate's kinks, where its slope is inside
+    (_SLOPE_LOW, its largest slope - _SLOPE_LOW) and one point beyond on each side (outside, the constraints are slack
+    or the conjugate is the line s * A_max; restricting the dual's measure to a grid only loosens the bound, never
+    invalidates it). Groups with the same dense grid (every group of a mu-GDP profile) share one evaluation."""
+    fine, values, evaluated = [], [], {}
+    for g in range(psi.counts.size):
+        kinks = psi.kinks(g)
+        kinks = kinks[(kinks > _S_DENSE[0]) & (kinks < _S_DENSE[-1])]
+        if kinks.size > _MAX_KINKS:
+            kinks = kinks[np.linspace(0, kinks.size - 1, _MAX_KINKS).astype(np.int64)]
+        dense = np.union1d(_S_DENSE, kinks)
+        key = dense.tobytes()
+        if key not in evaluated:
+            evaluated[key] = psi.per_target(dense)
+        v = evaluated[key][g]
+        slope = np.gradient(v, dense)
+        inside = np.flatnonzero((slope > _SLOPE_LOW) & (slope < slope.max() - _SLOPE_LOW))
+        if inside.size < 2:
+            f = np.geomspace(1e-2, 1e4, 9)
+            fine.append(f)
+            values.append(psi.per_target(f)[g])
+        else:
+            fine.append(dense[max(inside[0] - 1, 0): inside[-1] + 2])
+            values.append(v[max(inside[0] - 1, 0): inside[-1] + 2])
+    return fine, values
 
 
 def _prior_tail(p: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -704,9 +787,10 @@ def _counts(make_run, targets, hint, at_most: bool = False) -> list[int]:
     targets = np.atleast_1d(np.asarray(targets, dtype=float))
     if at_most and hint is None:
         raise ValueError("at_most=True needs a hint: the count it may not exceed (the other theorems' count).")
-    out = []
+    out, first = [], None
     for i, t in enumerate(targets):
-        run = make_run()
+        run = make_run() if first is None else first.fresh()
+        first = first or run
         h = run.n // 2 if hint is None else np.atleast_1d(hint)[i]
         out.append(_smallest_count(run, float(t), int(min(max(h, 0), run.n)), at_most))
     return out
@@ -723,7 +807,7 @@ def _smallest_count(run: PriorRun, target: float, start: int, at_most: bool = Fa
     # used to spend minutes there, on LPs whose optimum is 1); f(hi) <= 0 (tail(n + 1) = 0)
     lo, hi = run.unreachable(target), run.n
     seen: dict[int, float] = {}
-    c = start
+    c, step = start, 1
     while hi - lo > 1:
         if at_most and lo >= start:  # no count at or below start: the hint stands
             return start
@@ -738,10 +822,19 @@ def _smallest_count(run: PriorRun, target: float, start: int, at_most: bool = Fa
         informative = [k for k in seen if seen[k] < -math.log(target)]  # where the tail is 1 it says nothing of the slope
         near = sorted(informative, key=lambda k: abs(seen[k]))[:2]
         if len(near) < 2 or seen[near[0]] == seen[near[1]]:
-            c = (c - 1 if seen[c] <= 0 else c + 1) if len(seen) == 1 else (lo + hi) // 2
+            # no slope to interpolate: a step from the count just decided, doubled at each such step (the count is
+            # usually near; ``lo`` may be far below it, where a bisection's LPs have optimum 1 and are the slowest)
+            c = hi - step if seen[c] <= 0 else lo + step
+            step *= 2
+            if not lo < c < hi:
+                c = (lo + hi) // 2
             continue
         (c1, f1), (c2, f2) = ((k, seen[k]) for k in near)
         guess = math.ceil(c1 - f1 * (c2 - c1) / (f2 - f1))
+        # at most _SECANT_REACH times the two points' distance from the nearer one (two near-equal estimates close to
+        # the target give a flat secant that reaches far, into the slowest LPs)
+        reach = _SECANT_REACH * abs(c2 - c1)
+        guess = min(max(guess, c1 - reach), c1 + reach)
         c = guess if guess not in seen else guess - 1
         if not lo < c < hi or c in seen:
             c = (lo + hi) // 2

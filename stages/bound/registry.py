@@ -9,13 +9,16 @@ notion, the game and, for the bounds over the trials, each trial's priors.
 
 ``Registry.minimum(setting, op, ...)`` is the one loop behind ``theorems.tail_bound``, ``count_bounds``,
 ``expected_tail`` and ``expected_count_bounds`` (and so ``success_bound``, ``count_bound`` ...): every registered
-theorem that applies, in the registry's order, and their minimum; a tie goes to the theorem listed first.
+theorem that applies, in the registry's order, and their minimum; a tie goes to the theorem listed first. With
+``at=eps`` it is the loop behind ``theorems.tail_bound_at``, ``pure_dp_tail`` and ``pure_dp_count_bound``: every
+theorem that evaluates at a fixed eps (``Theorem.at_eps``: Theorems 3.1, 1 and 3), at that eps, no search over it.
 ``Registry.candidates`` is what the bound boxes list as the theorems that may join (``one_run``, ``expected``);
 ``numbering_table`` is the table of THEORY.md and docs/pages/bounds.md.
 
-Adding a theorem is one object: build a ``Theorem`` (its ``applies`` and its ``tail`` / ``counts``) and add it to
-``REGISTRY`` (``Registry.with_theorem`` for a copy); every minimum, the boxes' candidates, the labels and the
-numbering table then read it (tests/stages/bound/test_registry.py registers a toy theorem and checks each of these).
+Adding a theorem is one object: build a ``Theorem`` (its ``applies`` and its ``tail`` / ``counts``, and ``at_eps``
+where it evaluates at a fixed eps) and add it to ``REGISTRY`` (``Registry.with_theorem`` for a copy); every minimum,
+the boxes' candidates, the labels and the numbering table then read it (tests/stages/bound/test_registry.py registers
+a toy theorem and checks each of these).
 Its place in the list decides ties and what a theorem searched below a hint sees: a ``hinted`` theorem (4, 5 and
 Corollary 4.1, whose count searches only below the others') gets the minimum of the theorems of its ``family``
 listed before it (the theorems of one release, or those over the trials).
@@ -31,9 +34,9 @@ import numpy as np
 
 from . import _validate, designated_run, prior_run, prior_work, whole_prior
 from .priors import Distributions, Priors, pure_tail
-from .profiles import PrivacyProfile, pure_epsilon_of
-from .search import (ExpectedRun, OneRun, count_search, expected_whole_prior_counts, expected_whole_prior_tail,
-                     minimise_over_eps, split_counts, whole_prior_counts, whole_prior_tail)
+from .profiles import ApproxDP, PrivacyProfile, pure_epsilon_of
+from .search import (ExpectedRun, OneRun, WholePriorRun, count_search, expected_whole_prior_counts,
+                     expected_whole_prior_tail, minimise_over_eps, split_counts, whole_prior_counts, whole_prior_tail)
 
 __all__ = ["Setting", "Theorem", "Registry", "Minimum", "REGISTRY", "ANY", "mmc_applies", "numbering_table",
            "variant_codes", "SPLIT_THEOREM_VERSION", "Z_STAR", "SET_VALUED_WEIGHTS", "AVERAGED", "VARIANTS",
@@ -49,8 +52,9 @@ AVERAGED = ", averaged over the trials"
 #: (words in a name, what they add to its short id).
 VARIANTS = ((SET_VALUED_WEIGHTS, "-sv"), ("averaged over the trials", "-avg"))
 #: The split theorem's version (theorems.SPLIT_THEOREM_VERSION): 2 = THEORY.md's Theorem 1, which replaced the paper's
-#: one-run theorem (exact DP mechanisms beat that one).
-SPLIT_THEOREM_VERSION = 2
+#: one-run theorem (exact DP mechanisms beat that one); 3 = each confidence's count searched on its own (a count no
+#: longer depends on the other confidences asked; the same theorem, a count may move by one).
+SPLIT_THEOREM_VERSION = 3
 #: The most guessed targets MMC's count runs on (its recursion is O(n) Python steps an evaluation: 0.26 s at n = 1e3,
 #: 3.5 s at 1e4).
 MMC_MAX_TARGETS = 2000
@@ -71,17 +75,18 @@ ANY = _Any()
 class Setting:
     """What the theorems' ``applies`` and operations read.
 
-    ``profile``: made valid for ``game`` (``profiles.for_game``). ``p``: the targets' prior successes, grouped (for one
-    release: the a-priori guesses z*; a target the attack abstains on has p = 0; for set-valued success the groups
-    carry the collision probabilities the split theorem reads). ``distributions``: each target's whole prior (for the
-    bounds over the trials: one prior shared by every trial). ``set_valued``: a success set may hold more than one
-    value (k > 1 guesses, a window); ``set_size`` the most values it holds (1 for one exact guess, None unknown).
-    ``runs``: each trial's prior successes of the guesses made (the bounds over the trials); ``per_run``: a whole
-    prior per trial. ``designated``: Theorem 5 asked for; ``groups``: Theorem 4's most groups of targets. Any input may
-    be ``ANY`` (known later: ``Registry.candidates``).
+    ``profile``: made valid for ``game`` (``profiles.for_game``); None only at a fixed eps (``Registry.minimum``'s
+    ``at``): an eps-DP mechanism known by that eps alone (``theorems.pure_dp_tail``). ``p``: the targets' prior
+    successes, grouped (for one release: the a-priori guesses z*; a target the attack abstains on has p = 0; for
+    set-valued success the groups carry the collision probabilities the split theorem reads). ``distributions``: each
+    target's whole prior (for the bounds over the trials: one prior shared by every trial). ``set_valued``: a success
+    set may hold more than one value (k > 1 guesses, a window); ``set_size`` the most values it holds (1 for one exact
+    guess, None unknown). ``runs``: each trial's prior successes of the guesses made (the bounds over the trials);
+    ``per_run``: a whole prior per trial. ``designated``: Theorem 5 asked for; ``groups``: Theorem 4's most groups of
+    targets. Any input may be ``ANY`` (known later: ``Registry.candidates``).
     """
 
-    profile: PrivacyProfile
+    profile: PrivacyProfile | None
     p: Priors | None = None
     distributions: Distributions | None = None
     set_valued: bool = False
@@ -130,7 +135,10 @@ class Theorem:
     confidences, hint) -> counts`` (None: not supported), ``skips`` ({operation: setting -> reason or None}: where
     an operation is not run although the theorem holds), ``family`` ("release": a bound on one release; "trials":
     over the trials), ``hinted`` (its count is searched only below ``hint``, the minimum of its family's theorems
-    before it) and ``aliases`` (names older records use)."""
+    before it), ``aliases`` (names older records use), ``at_eps`` ({operation: its value at a fixed eps,
+    ``tail(setting, v, eps) -> (value, parameter, standard error)`` and ``counts(setting, confidences, eps) ->
+    counts``}; empty: it does not evaluate at a fixed eps) and ``applies_at`` (``(setting, eps) -> reason or None``
+    there; None: ``applies``)."""
 
     name: str
     short: str
@@ -147,6 +155,8 @@ class Theorem:
     family: str = "release"
     hinted: bool = False
     aliases: tuple = ()
+    at_eps: dict = field(default_factory=dict)
+    applies_at: Callable[[Setting, float], str | None] | None = None
 
     @property
     def version(self) -> int | None:
@@ -166,6 +176,12 @@ class Theorem:
         if why is None and op in self.skips:
             why = self.skips[op](setting)
         return why
+
+    def why_not_at(self, setting: Setting, op: str, eps: float) -> str | None:
+        """None if ``op`` runs on ``setting`` at the fixed ``eps``, else why not (one sentence)."""
+        if op not in self.at_eps:
+            return f"{self.name} has no {op} at a fixed eps"
+        return self.applies(setting) if self.applies_at is None else self.applies_at(setting, eps)
 
 
 def variant_codes(name: str) -> str:
@@ -224,25 +240,40 @@ class Registry:
         """The theorems that apply (or, where an input is ANY, may apply) to ``setting``, in order."""
         return [t for t in self.theorems if t.applies(setting) is None]
 
-    def reasons(self, setting: Setting, op: str) -> dict[str, str]:
-        """{name: why not} of the theorems ``op`` does not run."""
-        return {t.name: why for t in self.theorems if (why := t.why_not(setting, op)) is not None}
+    def reasons(self, setting: Setting, op: str, at: float | None = None) -> dict[str, str]:
+        """{name: why not} of the theorems ``op`` does not run (at the fixed eps ``at``, if given)."""
+        why_not = (lambda t: t.why_not(setting, op)) if at is None else (lambda t: t.why_not_at(setting, op, at))
+        return {t.name: why for t in self.theorems if (why := why_not(t)) is not None}
 
-    def minimum(self, setting: Setting, op: str, *args, memo: dict | None = None, **options) -> Minimum:
+    def minimum(self, setting: Setting, op: str, *args, at: float | None = None, memo: dict | None = None,
+                **options) -> Minimum:
         """The minimum of ``op`` over the theorems that apply, in order (ties: the first listed).
 
         ``op="tail"``: ``args = (v,)``, ``options`` passed to every tail (``rtol``, Theorem 2's ``eps``).
         ``op="counts"``: ``args = (confidences,)`` (1-d); a ``hinted`` theorem gets the minimum of its family's counts
         before it; ``memo`` (a dict) keeps each theorem's counts by what it reads (the same call gives the same
-        numbers: a key holds every input of the theorem's family)."""
-        used = [t for t in self.theorems if t.why_not(setting, op) is None]
+        numbers: a key holds every input of the theorem's family).
+        ``at``: a fixed eps: the theorems with ``op`` in their ``at_eps`` that apply there (``applies_at``), each
+        evaluated at that eps (no hint, memo or options)."""
+        if op not in ("tail", "counts"):
+            raise ValueError(f"op must be 'tail' or 'counts', got {op!r}.")
+        if at is None:
+            used = [t for t in self.theorems if t.why_not(setting, op) is None]
+        else:
+            at = float(at)
+            used = [t for t in self.theorems if t.why_not_at(setting, op, at) is None]
         if not used:
-            raise ValueError(f"no registered theorem gives a {op} here: {self.reasons(setting, op)}.")
+            where = "" if at is None else f" at eps = {at!r}"
+            raise ValueError(f"no registered theorem gives a {op}{where} here: {self.reasons(setting, op, at)}.")
+        if at is not None and op == "tail":
+            return _tail_minimum(used, lambda t: t.at_eps["tail"](setting, args[0], at))
+        if at is not None:
+            confs = _confs(args[0])
+            return _counts_of({t.name: np.asarray(t.at_eps["counts"](setting, confs, at), dtype=int).reshape(-1)
+                               for t in used})
         if op == "tail":
-            return _tail_minimum(used, setting, args[0], options)
-        if op == "counts":
-            return _counts_minimum(used, setting, np.asarray(args[0], dtype=float), memo)
-        raise ValueError(f"op must be 'tail' or 'counts', got {op!r}.")
+            return _tail_minimum(used, lambda t: t.tail(setting, args[0], **options))
+        return _counts_minimum(used, setting, _confs(args[0]), memo)
 
     def theorem_of(self, name: str) -> Theorem | None:
         """The registered theorem an output's theorem name is (the boxes add ``Z_STAR`` ... to a name): the one whose
@@ -268,11 +299,16 @@ class Registry:
         return "\n".join(rows) + "\n"
 
 
-def _tail_minimum(used: list[Theorem], setting: Setting, v: int, options: dict) -> Minimum:
+def _confs(confidences) -> np.ndarray:
+    return np.asarray(confidences, dtype=float)
+
+
+def _tail_minimum(used: list[Theorem], evaluate: Callable) -> Minimum:
+    """The minimum of ``evaluate(theorem) -> (value, parameter, standard error)`` over ``used`` (ties: the first)."""
     by: dict[str, float] = {}
     best = None
     for t in used:
-        value, parameter, se = t.tail(setting, v, **options)
+        value, parameter, se = evaluate(t)
         by[t.name] = value
         if best is None or value < best[0]:
             best = (value, parameter, se, t.name)
@@ -296,6 +332,11 @@ def _counts_minimum(used: list[Theorem], setting: Setting, confs: np.ndarray, me
                     memo.clear()
                 memo[key] = counts
         by[t.name] = counts.copy()
+    return _counts_of(by)
+
+
+def _counts_of(by: dict[str, np.ndarray]) -> Minimum:
+    """The minimum per confidence of every theorem's counts ``by`` (ties: the first listed)."""
     values = np.stack(list(by.values()))
     names = list(by)
     return Minimum(np.min(values, axis=0), [names[i] for i in np.argmin(values, axis=0)], by)
@@ -333,6 +374,25 @@ def _needs_whole_prior(s: Setting) -> str | None:
     return None
 
 
+def _eps_alone(s: Setting, eps: float) -> str | None:
+    if s.profile is not None:
+        return ("at a fixed eps of a profile the split theorem evaluates there (Theorem 3.1 at eps >= an eps-DP "
+                "profile's eps: delta(eps) = 0)")
+    return None
+
+
+def _profile_at(s: Setting, eps: float) -> str | None:
+    if s.profile is None:
+        return "needs the profile's delta(eps) (an eps-DP mechanism known by its eps alone gets Theorem 3.1)"
+    if s.pure is not None and eps < s.pure:
+        return f"the one-run point at eps = {eps!r} below the eps-DP profile's eps = {s.pure!r} is not a valid bound"
+    return None
+
+
+def _finite_eps(s: Setting, eps: float) -> str | None:
+    return None if math.isfinite(eps) else f"evaluates at a finite eps only, got eps = {eps!r}"
+
+
 def _needs_runs(s: Setting) -> str | None:
     return None if s.runs is not None else "needs each trial's prior successes of the guesses made (p_runs)"
 
@@ -354,6 +414,17 @@ def _first(*checks) -> Callable[[Setting], str | None]:
                 return why
         return None
     return applies
+
+
+def _first_at(applies, *checks) -> Callable[[Setting, float], str | None]:
+    """applies_at(setting, eps): the reason of ``applies(setting)``, else the first of ``checks(setting, eps)``."""
+    def applies_at(s: Setting, eps: float) -> str | None:
+        why = applies(s)
+        for check in checks:
+            if why is None:
+                why = check(s, eps)
+        return why
+    return applies_at
 
 
 def _known(check, *inputs) -> Callable[[Setting], str | None]:
@@ -438,13 +509,21 @@ def mmc_applies(p, *, game: str = "reconstruction", kind: str = "count", max_tar
 # --------------------------------------------------------------------------------------------
 # The operations
 # --------------------------------------------------------------------------------------------
+def _pure_tail_at(s: Setting, v: int, eps: float) -> tuple:
+    return pure_tail(eps, s.p).value(v), eps, 0.0
+
+
+def _pure_counts_at(s: Setting, confs: np.ndarray, eps: float) -> np.ndarray:
+    tail = pure_tail(eps, s.p)
+    return np.array([tail.first_below(1.0 - c) - 1 for c in confs])
+
+
 def _pure_tail(s: Setting, v: int, **_) -> tuple:
-    return pure_tail(s.pure, s.p).value(v), s.pure, 0.0
+    return _pure_tail_at(s, v, s.pure)
 
 
 def _pure_counts(s: Setting, confs: np.ndarray, hint=None) -> np.ndarray:
-    tail = pure_tail(s.pure, s.p)
-    return np.array([tail.first_below(1.0 - c) - 1 for c in confs])
+    return _pure_counts_at(s, confs, s.pure)
 
 
 def _split_tail(s: Setting, v: int, rtol: float = 1e-7, **_) -> tuple:
@@ -453,7 +532,19 @@ def _split_tail(s: Setting, v: int, rtol: float = 1e-7, **_) -> tuple:
 
 
 def _split_counts(s: Setting, confs: np.ndarray, hint=None) -> list[int]:
-    return split_counts(OneRun(s.profile, s.p, s.set_valued), 1.0 - confs)
+    # each confidence on its own OneRun: the search's eps seeds (from the smallest target asked) and its state depend
+    # on the targets searched together, so a count depended on which other confidences were asked (Zipf's p*, 1000
+    # targets, mu = 0.665: 904 at 0.95 alone, 905 with 0.05 and 0.5)
+    return [split_counts(OneRun(s.profile, s.p, s.set_valued), np.array([1.0 - c]))[0] for c in confs]
+
+
+def _split_tail_at(s: Setting, v: int, eps: float) -> tuple:
+    return float(OneRun(s.profile, s.p, s.set_valued).objective(eps, v)), eps, 0.0
+
+
+def _split_counts_at(s: Setting, confs: np.ndarray, eps: float) -> list[int]:
+    # a fresh OneRun per confidence, as _split_counts (the J-search keeps state between calls)
+    return [OneRun(s.profile, s.p, s.set_valued).smallest_passing(eps, 1.0 - c) - 1 for c in confs]
 
 
 def _whole_tail(s: Setting, v: int, **_) -> tuple:
@@ -463,6 +554,23 @@ def _whole_tail(s: Setting, v: int, **_) -> tuple:
 
 def _whole_counts(s: Setting, confs: np.ndarray, hint=None) -> list[int]:
     return whole_prior_counts(s.profile, s.distributions, 1.0 - confs, s.set_size)
+
+
+def _whole_tail_at(s: Setting, v: int, eps: float) -> tuple:
+    """Theorem 3 at the thresholds q_i = beta(eps, p_i) (t = eps) of the profile's budgets; with no profile (an eps-DP
+    mechanism known by its eps) Theorem 3 for ApproxDP(eps, 0), its threshold searched."""
+    if s.profile is not None:
+        return WholePriorRun(s.profile, s.distributions, s.set_size).objective(eps, v), eps, 0.0
+    if not 0 < v <= s.distributions.n:
+        return (1.0 if v <= 0 else 0.0), eps, 0.0
+    return _whole_tail(Setting(ApproxDP(eps, 0.0), s.p, s.distributions, s.set_valued, s.set_size, s.game), v)
+
+
+def _whole_counts_at(s: Setting, confs: np.ndarray, eps: float) -> list[int]:
+    if s.profile is not None:
+        run = WholePriorRun(s.profile, s.distributions, s.set_size)
+        return [run.smallest_passing(eps, 1.0 - c) - 1 for c in confs]
+    return whole_prior_counts(ApproxDP(eps, 0.0), s.distributions, 1.0 - confs, s.set_size)
 
 
 def _guessed(s: Setting) -> np.ndarray:
@@ -559,7 +667,8 @@ PURE = Theorem(
     code="`theorems.pure_dp_tail`, `priors.pure_tail`",
     needs="an eps-DP profile (at its own eps); the prior successes p; any success metric",
     applies=_first(_pure_only, _needs_p), tail=_pure_tail, counts=_pure_counts, skips=_NOT_BELOW_T3,
-    aliases=("Theorem 3.1 (eps-DP, the posterior argument)",))
+    aliases=("Theorem 3.1 (eps-DP, the posterior argument)",),
+    at_eps={"tail": _pure_tail_at, "counts": _pure_counts_at}, applies_at=_first_at(_needs_p, _eps_alone))
 SPLIT = Theorem(
     name="split one-run theorem (THEORY.md Thm 1)", short="T1", theory="Thm 1 (§3)",
     paper="— (replaces thm:eps_bound_approx_comp / f_comp)",
@@ -567,14 +676,17 @@ SPLIT = Theorem(
     needs="a profile that is not eps-DP; the prior successes p (set-valued success: with the collision "
           "probabilities)",
     applies=_first(_not_pure, _needs_p), tail=_split_tail, counts=_split_counts, skips=_NOT_BELOW_T3,
-    version_of=lambda: SPLIT_THEOREM_VERSION, version_key="split")
+    version_of=lambda: SPLIT_THEOREM_VERSION, version_key="split",
+    at_eps={"tail": _split_tail_at, "counts": _split_counts_at}, applies_at=_first_at(_needs_p, _profile_at))
 WHOLE_PRIOR = Theorem(
     name=whole_prior.WHOLE_PRIOR_THEOREM, short="T3", theory="Thm 3 (§8)", paper="—",
     code="`search.whole_prior_tail` / `whole_prior_counts`, `whole_prior.py`",
     needs="each target's whole prior; one exact guess, or set-valued with the sets' largest size (Lemma 4'); "
           "counts skip uniform priors",
     applies=_needs_whole_prior, tail=_whole_tail, counts=_whole_counts, skips={"counts": _uniform},
-    version_of=lambda: whole_prior.WHOLE_PRIOR_VERSION, version_key="whole_prior")
+    version_of=lambda: whole_prior.WHOLE_PRIOR_VERSION, version_key="whole_prior",
+    at_eps={"tail": _whole_tail_at, "counts": _whole_counts_at},
+    applies_at=_first_at(_needs_whole_prior, _finite_eps))
 EXPECTED_WHOLE_PRIOR = Theorem(
     name=f"{whole_prior.WHOLE_PRIOR_THEOREM}{AVERAGED}", short="T3", theory="Cor. 3.1 (§8)", paper="—",
     code="`search.expected_whole_prior_tail` / `expected_whole_prior_counts`",

@@ -34,6 +34,13 @@ from .profiles import PrivacyProfile, pure_epsilon_of
 from .tails import Tail, distribution_grouped
 from .whole_prior import Distributions
 
+#: The exact fast paths (False: the plain search, for tests/stages/bound/test_count_fast.py to compare against);
+#: both return the same numbers bit for bit.
+_FAST = True
+#: budget_value evaluates its test at every a at once (``_budget_value_whole``) on ranges shorter than this.
+_WHOLE_TEST = 4096
+#: 0, 1, 2, ... as floats (grown as needed): _budget_value_whole's multipliers v - a, read as views.
+_INTEGERS = np.arange(1024, dtype=float)
 #: Beyond this eps every beta with p >= 1e-80 is 1 to machine precision: no need to search further.
 EPS_CEILING = 200.0
 #: The eps lattice on which the searches look for every valley of the bound: geometric points per
@@ -100,6 +107,15 @@ def budget_value(tail: Tail, v: int, m: float, j_hint: int | None = None) -> flo
     is re-summed term by term at the J found: every J gives a valid bound, so a rounding slip in the
     test can only cost optimality, never validity.
     """
+    if _FAST:
+        out = _budget_value_whole(tail, v, m, j_hint)
+        if out is not None:
+            return out
+    return _budget_value_chunks(tail, v, m, j_hint)
+
+
+def _budget_value_chunks(tail: Tail, v: int, m: float, j_hint: int | None = None) -> float:
+    """budget_value with its test evaluated in chunks around the guess (the plain path; long supports)."""
     g0 = tail.value(v)
     if m <= 0.0 or g0 >= 1.0:  # T(v - i) >= T(v) = 1: every average is >= 1
         return min(1.0, g0)
@@ -146,6 +162,60 @@ def budget_value(tail: Tail, v: int, m: float, j_hint: int | None = None) -> flo
                 top, chunk = bottom - 1, chunk * 4
     tail._last_j = v - 1 - a_star
     return float(min(1.0, (tail.window_sum(a_star + 1, v, exact=True) + m) / (v - a_star)))
+
+
+def _budget_value_whole(tail: Tail, v: int, m: float, j_hint: int | None) -> float | None:
+    """budget_value with its test evaluated at every a in [a_lo, a_hi] at once (one vectorised pass); None (nothing
+    done) where that range is _WHOLE_TEST long or more.
+
+    Each entry of the test is the same floating-point expression as in _budget_value_chunks (the ints are exact
+    as floats), and the chunked scans' outcome is read off the whole array: above the first chunk [lo, hi], the
+    first failing a less one (a_hi if none); in it, its last passing a; below it, the last passing a (-2 if
+    none). The value is summed as Tail.window_sum(exact=True) sums it. So a_star, the value and the J left on the
+    tail for the next call are bit for bit the chunked search's, whatever the rounding.
+    """
+    global _INTEGERS
+    pre = tail.__dict__.get("_whole")
+    if pre is None or pre[0] is not tail.ext:
+        ext = tail.ext
+        # front[j] = ext[max(j - 1, 0)] for j = k + 1, k = a - base in [-1, size - 1]
+        pre = tail._whole = (ext, tail._suffix(), np.concatenate([ext[:1], ext]), tail.offset - 1, len(ext), float(ext[-1]))
+    ext, suf, front, base, size, last = pre
+    k_v = v - base
+    g0 = float(ext[min(max(k_v, 0), size - 1)])  # Tail.value(v)
+    if m <= 0.0 or g0 >= 1.0:
+        return min(1.0, g0)
+    a_lo, a_hi = max(-2, base - 1), min(v - 1, base + size - 1)
+    if a_hi - a_lo >= _WHOLE_TEST:
+        return None
+    a_star = -2
+    if a_lo <= a_hi:
+        upper = suf[k_v + 1] if k_v + 1 <= size else -last * (k_v + 1 - size)
+        guess = min(max(v - 1 - getattr(tail, "_last_j", j_hint or 0), a_lo), a_hi)
+        lo, hi = max(a_lo, guess - 24), min(a_hi, guess + 24)
+        j0, j1 = a_lo - base + 1, a_hi - base + 2
+        if len(_INTEGERS) <= v - a_lo:
+            _INTEGERS = np.arange(2 * (v - a_lo) + 2, dtype=float)
+        # v - a for a = a_lo..a_hi (as floats, exact): a view, where the chunks compute v - (k + base)
+        ok = (front[j0:j1] * _INTEGERS[v - a_lo : v - a_hi - 1 : -1] > (suf[j0:j1] - upper) + m).tobytes()
+        i_lo, i_hi = lo - a_lo, hi - a_lo
+        if ok[i_hi] and hi < a_hi:  # the upward scan: the first failing a above the chunk
+            first = ok.find(b"\x00", i_hi + 1)
+            a_star = a_hi if first < 0 else a_lo + first - 1
+        else:
+            last_ok = ok.rfind(b"\x01", i_lo, i_hi + 1)
+            if last_ok < 0:  # the downward scan
+                last_ok = ok.rfind(b"\x01", 0, i_lo)
+            if last_ok >= 0:
+                a_star = a_lo + last_ok
+    tail._last_j = v - 1 - a_star
+    k_lo = a_star + 1 - base  # Tail.window_sum(a_star + 1, v, exact=True):
+    total = float(max(0, min(k_v, -1) - k_lo + 1))  # terms below ext[0]: T = 1
+    total += float(max(0, k_v - max(k_lo, size) + 1)) * last  # beyond the end
+    a, b = max(k_lo, 0), min(k_v, size - 1)
+    if a <= b:
+        total += float(np.add.reduce(ext[a : b + 1]))  # = np.sum
+    return float(min(1.0, (total + m) / (v - a_star)))
 
 
 @dataclass
@@ -474,9 +544,14 @@ class _CountSearch:
         seen = self.checked.setdefault(t, set())
         pending = sorted(set(run.cache) - seen)
         seen.update(pending)
+        queue = None  # while nothing passes: pending by _first_pass, sorted once (stable: min's choice first)
         while pending:
             if v > self.n:  # nothing known yet: search from the hint (or the last answer)
-                eps = min(pending, key=lambda x: self._first_pass(x, t))
+                if not _FAST:
+                    queue = [min(pending, key=lambda x: self._first_pass(x, t))]
+                elif queue is None:
+                    queue = sorted(pending, key=lambda x: self._first_pass(x, t))
+                eps = queue.pop(0)
                 pending.remove(eps)
                 v, e = run.smallest_passing(eps, t, hint), eps
                 hint = v

@@ -20,8 +20,9 @@ chance that a fresh record from D_i counts as attacked by the guess), ``beta`` t
 
 The searches over each theorem's free parameters (eps, J, the whole prior's threshold t, and count_bound's
 search over (v, eps)) are ``search``'s; the priors and the per-target quantities at one eps are ``priors``'s. Which
-theorems apply and their minimum (``tail_bound``, ``count_bounds``, ``expected_tail``, ``expected_count_bounds``)
-are ``registry``'s: every theorem is one object there, with its name, numbers and operations.
+theorems apply and their minimum (``tail_bound``, ``count_bounds``, ``expected_tail``, ``expected_count_bounds``, and
+at a fixed eps ``pure_dp_tail``, ``pure_dp_count_bound``, ``tail_bound_at``) are ``registry``'s: every theorem is one
+object there, with its name, numbers and operations.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from stages._bisect import NOISE_RTOL, bisect, double_until, smallest_noise
 from . import _validate, prior_run, registry, whole_prior  # noqa: F401 (whole_prior: T.whole_prior in callers)
 from .priors import Distributions, Priors, beta, budget_weights, grouped, pure_tail
 from .profiles import DPSGD, GAMES, ApproxDP, ComposedGaussian, PrivacyProfile, for_game, pure_epsilon_of
-from .search import EPS_CEILING, OneRun, WholePriorRun, minimise_over_eps, whole_prior_counts, whole_prior_tail
+from .search import EPS_CEILING, OneRun, minimise_over_eps
 
 __all__ = [
     "Priors", "beta", "budget_weights", "pure_epsilon_of", "EPS_CEILING",
@@ -115,10 +116,9 @@ def pure_dp_tail(eps, p=None, v=None, *, distributions=None) -> float:
         raise ValueError("v must be given (a number of successes), got None.")
     g, dists = _targets_priors(p, distributions, False)
     v = _validate.integer("v", v)
-    value = pure_tail(e, g).value(v)
-    if dists is not None and np.isfinite(e) and 0 < v <= dists.n:
-        value = min(value, whole_prior_tail(ApproxDP(e, 0.0), dists, v)[0])
-    return value
+    # every registered theorem that evaluates at a fixed eps, for an eps-DP mechanism known by eps alone (no profile:
+    # Theorem 3.1 at eps; with the whole priors Theorem 3 for ApproxDP(eps, 0), finite eps)
+    return registry.REGISTRY.minimum(registry.Setting(None, g, dists), "tail", v, at=e).value
 
 
 def pure_dp_count_bound(eps, p=None, confidence=0.95, *, distributions=None):
@@ -129,10 +129,9 @@ def pure_dp_count_bound(eps, p=None, confidence=0.95, *, distributions=None):
     e = float(_validate.positive("eps", eps, allow_zero=True, allow_inf=True))
     g, dists = _targets_priors(p, distributions, False)
     conf = _validate.confidence("confidence", confidence)
-    tail = pure_tail(e, g)
-    out = np.array([tail.first_below(1.0 - c) - 1 for c in np.atleast_1d(conf).ravel()])
-    if dists is not None and np.isfinite(e):
-        out = np.minimum(out, whole_prior_counts(ApproxDP(e, 0.0), dists, 1.0 - np.atleast_1d(conf).ravel()))
+    # pure_dp_tail's theorems (registry), as counts
+    setting = registry.Setting(None, g, dists)
+    out = registry.REGISTRY.minimum(setting, "counts", np.atleast_1d(conf).ravel(), at=e).value
     return int(out[0]) if conf.ndim == 0 else out.reshape(conf.shape)
 
 
@@ -159,10 +158,10 @@ def tail_bound_at(profile, p, v, eps, *, distributions=None, game: str = "recons
     if pure is not None and e < pure:
         raise ValueError(f"eps must be >= the profile's eps = {pure!r} for {profile!r} (Theorem 3.1 holds at the "
                          f"profile's eps, the one-run point below it is not a valid bound), got {e!r}.")
-    value = float(OneRun(profile, g, set_valued).objective(e, v))
-    if dists is not None and np.isfinite(e):
-        value = min(value, WholePriorRun(profile, dists).objective(e, v))
-    return value
+    # every registered theorem that evaluates at a fixed eps (the split theorem; with the whole priors Theorem 3 at
+    # t = eps, finite eps)
+    setting = registry.Setting(profile, g, dists, set_valued, _check_set_size(None, set_valued), game)
+    return registry.REGISTRY.minimum(setting, "tail", v, at=e).value
 
 
 def tail_bound(profile, p=None, v=None, *, distributions=None, return_eps: bool = False, rtol: float = 1e-7,

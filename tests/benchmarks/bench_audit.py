@@ -8,6 +8,12 @@ values) and PII priors given whole (n = 1e3: Theorems 1 and 3), mu-GDP, confiden
 (0.75 n for Zipf, 0.55 n for PII). Prints per cell the audit's seconds, one count bound's seconds and their ratio
 (how many count bounds an audit costs), best of --repeats, with the load average; the issue's targets are <= 1 s at
 n = 1e3 and <= 5 s at 1e5.
+
+Then a game's audits (pipeline.game.audit_of with audit=all): 200 trials' counts (fixed seed, Binomial(n, p* + 0.1)),
+every trial at confidences 0.05 / 0.5 / 0.95 on the game's 1% grid, uniform 1/10 and Zipf's p* at n = 100 and 1000,
+mu-GDP claimed at 1: Auditor.audit_table (every grid point's bounds at every confidence, bracketing every pair)
+against the same auditor's one-at-a-time ``audit`` per distinct count and confidence (its own memo of grid points),
+with the grid points each computed and whether every answer agrees.
 """
 from __future__ import annotations
 
@@ -58,6 +64,21 @@ def main() -> int:
         t_count, _ = best(lambda: theorems.count_bounds(GaussianDP(a.theta), prior["p"], 0.95,
                                                          distributions=prior.get("distributions")), args.repeats)
         print(f"{name:32s} {t_audit:8.3f} {t_count:8.3f} {t_audit / t_count:6.1f}  {a.theta:.4f} ({a.theorem})")
+    print(f"\n{'per-trial audits, 200 trials':32s} {'table s':>8s} {'single s':>8s} {'ratio':>6s}  points table / single")
+    for label, p0 in (("uniform", 0.1), ("zipf", float(ZIPF[0]))):
+        for n in (100, 1000):
+            counts = np.random.default_rng(0).binomial(n, p0 + 0.1, size=200)
+            make = lambda: A.Auditor(np.full(n, p0), confidences=[0.05, 0.5, 0.95], rtol=1e-2)  # noqa: E731
+            table_auditor, single_auditor = make(), make()
+
+            def singles():
+                return [[single_auditor.audit(int(m), c, start=1.0) for m in counts] for c in (0.05, 0.5, 0.95)]
+
+            t_table, tab = best(lambda: table_auditor.audit_table(counts, start=1.0, detail=False), 1)
+            t_single, one = best(singles, 1)
+            same = all(x.theta == y.theta for row_x, row_y in zip(tab, one) for x, y in zip(row_x, row_y))
+            print(f"{label + f', n={n}':32s} {t_table:8.3f} {t_single:8.3f} {t_single / t_table:6.1f}  "
+                  f"{len(table_auditor._counts)} / {len(single_auditor._counts)}{'' if same else '  ANSWERS DIFFER'}")
     return 0
 
 

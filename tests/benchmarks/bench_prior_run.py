@@ -17,6 +17,11 @@ Rows, each timed best of --repeats (seconds) with the counts at the confidences 
   dual on the grid, version 3's LP) for the count blocks' speed-up (Corollary 9.3), same run.
 
 The ratio is version 2's time / the current version's (exact dual / count blocks in the --large rows).
+
+With --issue, the current version alone on issue 40's cases, through ``count_bounds`` (Theorem 4 searched below the
+other theorems' counts, as the default does; the time is the whole call's): 100 targets each with its own prior
+(Dirichlet(1) over 10 values, seed 0) at mu = 1, 0.05 / 0.5 / 0.95; the PII prior, n = 1000, 0.5 / 0.95; priors
+uniform over 10, n = 1000, 0.95; the quickstart's uniform game at eps = 8 (n = 100, 0.05 / 0.5 / 0.95).
 """
 from __future__ import annotations
 
@@ -65,16 +70,42 @@ def cases(sizes):
     yield "Dirichlet, n = 100", GaussianDP(1.0), dists, np.array([0.5, 0.05]), None
 
 
+def issue(repeats: int) -> None:
+    from stages.bound import theorems
+    rng = np.random.default_rng(0)
+    own = [rng.dirichlet(np.ones(10)) for _ in range(100)]
+    rows = [("100 targets, own Dirichlet priors, mu = 1", GaussianDP(1.0), own, [0.05, 0.5, 0.95]),
+            ("PII, n = 1,000, mu = 1", GaussianDP(1.0), [PII] * 1000, [0.5, 0.95]),
+            ("uniform over 10, n = 1,000, mu = 1", GaussianDP(1.0), [np.full(10, 0.1)] * 1000, [0.95]),
+            ("quickstart uniform, eps = 8, n = 100", GaussianDP.from_epsilon_delta(8.0, 1e-5),
+             [np.full(10, 0.1)] * 100, [0.05, 0.5, 0.95])]
+    print(f"| case (count_bounds, version {new.PRIOR_RUN_VERSION}) | time | Theorem 4's counts | minimum |")
+    print("|---|---|---|---|")
+    for name, profile, dists, confs in rows:
+        def call():
+            theorems._COUNTS_MEMO.clear()  # count_bounds keeps every theorem's counts: each repeat computes them anew
+            return theorems.count_bounds(profile, None, confs, distributions=dists)
+
+        t, (counts, by) = timed(call, repeats)
+        print(f"| {name} | {t:.2f} s | {' / '.join(map(str, by[new.PRIOR_RUN_THEOREM]))} | "
+              f"{' / '.join(map(str, counts))} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 200])
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--large", type=int, nargs="*", default=[])
-    parser.add_argument("--no-baseline", action="store_true", help="time version 3 only")
+    parser.add_argument("--no-baseline", action="store_true", help="time the current version only")
+    parser.add_argument("--issue", action="store_true", help="time issue 40's cases through count_bounds only")
     parser.add_argument("--exact-up-to", type=int, default=2000,
                         help="in the --large rows, also time the exact dual (no count blocks) up to this n")
     args = parser.parse_args()
-    print("| case | version 2 | version 4 | v2 / v4 | counts v2 | counts v4 |")
+    if args.issue:
+        issue(args.repeats)
+        return
+    v = new.PRIOR_RUN_VERSION
+    print(f"| case | version 2 | version {v} | v2 / v{v} | counts v2 | counts v{v} |")
     print("|---|---|---|---|---|---|")
     for name, profile, dists, targets, hint in cases(args.sizes):
         run = lambda module: timed(lambda: module.prior_run_counts(profile, dists, targets, hint=hint,

@@ -2,6 +2,7 @@
 attack refutes the claimed guarantee) and from the command line (``python -m pipeline.audit``)."""
 from __future__ import annotations
 
+import csv
 import json
 
 import numpy as np
@@ -9,8 +10,8 @@ import pytest
 
 from clitools import run_cli
 from pipeline import audit as cli
-from pipeline.game import audit_of, audit_warnings, compute_metrics
-from pipeline.io import audit_column, refute_column
+from pipeline.game import ConfigError, audit_of, audit_warnings, compute_metrics
+from pipeline.io import audit_column, refute_column, trials_rows
 from pipeline.job import run_game
 from pipeline.record import AttackPlay
 from pipeline.report import _job_row
@@ -26,8 +27,12 @@ def test_the_games_audit_is_its_median_trials_and_the_share_is_its_exceedance(co
     assert audit["family"]["parameter"] == "mu" and np.isclose(audit["claimed"], boxes.mechanism.profile.gdp_mu())
     successes = np.asarray(metrics["attack_successes"])
     lower = int(np.sort(successes)[(successes.size - 1) // 2])
+    auditor = A.Auditor(np.full(40, 0.1), confidences=metrics["confidences"], rtol=audit["rtol"])
     for c, one in audit["attacks"][metrics["attack_label"]].items():
         assert one["median_successes"] == lower
+        # every trial's audit is the library's for its count, and the median theirs (the lower median)
+        assert one["per_trial"] == [auditor.audit(int(m), float(c)).theta for m in successes]
+        assert one["median"] == float(np.sort(one["per_trial"])[(successes.size - 1) // 2])
         # the share refuting the claim is the share above the one_run bound (the same minimum at the claimed mu)
         assert one["share_refuting_claim"] == metrics["exceed"][c]
         if one["median_refutes"]:
@@ -35,9 +40,21 @@ def test_the_games_audit_is_its_median_trials_and_the_share_is_its_exceedance(co
             assert count == one["median_count"] < lower
 
 
-def test_report_row_carries_the_audit(compose_config, tmp_path):
+def test_report_row_and_trials_csv_carry_the_audit(compose_config, tmp_path):
     metrics = run_game(compose_config(*SMALL, "prior=zipf", "mechanism.epsilon=4"), tmp_path / "job")
     row = _job_row(tmp_path / "job" / "metrics.json", tmp_path, metrics)
+    # trials.csv: one row per attack and trial, its successes, bound, exceedance and audit at every confidence
+    with (tmp_path / "job" / "trials.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    label = metrics["attack_label"]
+    mine = [r for r in rows if r["attack"] == label]
+    assert [int(r["successes"]) for r in mine] == metrics["attack_successes"]
+    for c in metrics["confidences"]:
+        key = repr(float(c))
+        audits = metrics["audit"]["attacks"][label][key]["per_trial"]
+        assert [float(r[audit_column(c)]) for r in mine] == audits
+        assert [int(r[f"bound_{float(c):g}"]) for r in mine] == [metrics["bound"][key]] * len(mine)
+        assert np.mean([int(r[f"exceed_{float(c):g}"]) for r in mine]) == metrics["exceed"][key]
     for c in metrics["confidences"]:
         one = metrics["audit"]["attacks"][metrics["attack_label"]][repr(float(c))]
         assert row[audit_column(c)] == one["median"] and row[refute_column(c)] == one["share_refuting_claim"]
@@ -118,3 +135,36 @@ def test_cli_bad_csv_is_one_sentence(text, says, tmp_path, capsys):
     assert cli.main(["--csv", str(tmp_path / "bad.csv")]) == 2
     err = capsys.readouterr().err.strip()
     assert says in err and "\n" not in err
+
+
+def test_the_audit_setting_median_none_and_a_bad_value(compose_config, tmp_path):
+    """audit=median: the median trial's audit alone (the same number as every trial's audit gives it), no per-trial
+    audits; audit=none: no audit; anything else is refused in one sentence naming the setting."""
+    full, _, _ = compute_metrics(compose_config(*SMALL, "mechanism.epsilon=2"))
+    median = run_game(compose_config(*SMALL, "mechanism.epsilon=2", "audit=median"), tmp_path / "median")
+    label = median["attack_label"]
+    for key, one in median["audit"]["attacks"][label].items():
+        every = full["audit"]["attacks"][label][key]
+        assert one["per_trial"] is None and one["median"] == every["median"]
+        assert one["median_successes"] == every["median_successes"] and one["median_count"] == every["median_count"]
+        assert one["share_refuting_claim"] == every["share_refuting_claim"]
+    with (tmp_path / "median" / "trials.csv").open() as handle:
+        assert {row["audit_0.95"] for row in csv.DictReader(handle)} == {""}
+    none, _, _ = compute_metrics(compose_config(*SMALL, "mechanism.epsilon=2", "audit=none"))
+    assert none["audit"] is None and none["bound"] == full["bound"]
+    with pytest.raises(ConfigError) as refused:
+        compute_metrics(compose_config(*SMALL, "audit=trials"))
+    message = str(refused.value)
+    assert "audit must be one of all, median, none" in message and "'trials'" in message and "\n" not in message
+
+
+def test_trials_rows_of_a_per_trial_law_and_of_a_job_without_audit():
+    """A per-trial law (prior=baynet) holds one bound per trial under `bound`; a non-private job has none."""
+    metrics = {"confidences": [0.5], "prior_successes": [3, 4],
+               "attacks": {"rap": {"successes": [5, 2], "bound": {"0.5": [4, 6]}}},
+               "audit": {"attacks": {"rap": {"0.5": {"per_trial": [0.7, 0.0]}}}}}
+    rows = trials_rows(metrics)
+    assert [(r["bound_0.5"], r["exceed_0.5"], r["audit_0.5"]) for r in rows] == [(4, 1, 0.7), (6, 0, 0.0)]
+    bare = trials_rows({"confidences": [0.5], "attacks": {"rap": {"successes": [1], "bound": None}}, "audit": None})
+    assert bare == [{"trial": 0, "attack": "rap", "successes": 1, "prior_successes": None, "bound_0.5": None,
+                     "exceed_0.5": None, "audit_0.5": None}]

@@ -47,7 +47,7 @@ def test_a_job_that_fails_while_writing_leaves_no_metrics_and_no_staging(compose
     run_game(compose_config("prior.n_targets=10", "trials=3", "save_per_target=true"), tmp_path / "whole")
     assert sorted(str(p.relative_to(tmp_path / "whole")) for p in (tmp_path / "whole").rglob("*")) == [
         "figures", "figures/successes.png", "metrics.json", "per_target", "per_target/attack_prior_success.npy",
-        "per_target/guesses.npy"]
+        "per_target/guesses.npy", "trials.csv"]
 
 
 def test_the_same_job_is_done_and_another_job_is_refused_naming_what_the_folder_holds(compose_config, tmp_path):
@@ -63,7 +63,7 @@ def test_the_same_job_is_done_and_another_job_is_refused_naming_what_the_folder_
         check_output_dir(job, compose_config(*other), other)
     message = str(refused.value)
     assert "already holds a metrics.json of another job" in message and str(job) in message
-    assert "it holds .hydra/, figures/ and metrics.json" in message, message
+    assert "it holds .hydra/, figures/, metrics.json and trials.csv" in message, message
     assert "it ran prior.n_targets=10 trials=3, this job prior.n_targets=10 trials=4" in message, message
     # the same overrides on another composed config (a config file edited between the runs) are another job
     with pytest.raises(ConfigError, match="another composed config"):
@@ -78,6 +78,12 @@ def test_a_done_job_gets_the_figure_an_interrupted_run_left_undrawn(compose_conf
     assert complete_job(cfg, tmp_path / "job") == [str(figure)]
     assert figure.stat().st_size > 0
     assert complete_job(cfg, tmp_path / "job") == []  # a whole folder: nothing to draw
+    # a folder of a run from before trials.csv was written gets it, the same as a new run's
+    table = tmp_path / "job" / "trials.csv"
+    written = table.read_text()
+    table.unlink()
+    assert complete_job(cfg, tmp_path / "job") == [str(table)]
+    assert table.read_text() == written
 
 
 def test_folder_contents_lists_what_is_there(tmp_path):
@@ -300,7 +306,7 @@ def test_a_folder_holding_another_jobs_metrics_is_still_refused(tmp_path):
     assert again.returncode == 2, again.stderr
     last = _lines(again.stderr)[-1]
     assert last.startswith(f"error: job folder {sweep / '0'} already holds a metrics.json of another job (it holds "
-                           ".hydra/, figures/, game.log and metrics.json; it ran prior.n_targets=20 trials=10 "
+                           ".hydra/, figures/, game.log, metrics.json and trials.csv; it ran prior.n_targets=20 trials=10 "
                            "mechanism.epsilon=2, this job prior.n_targets=20 trials=10 mechanism.epsilon=1)"), last
     after = {p.relative_to(sweep): p.read_bytes() for p in sorted(sweep.rglob("*")) if p.is_file() and
              p.name != "game.log"}

@@ -63,6 +63,27 @@ def test_audit_grows_with_the_count_and_falls_with_the_confidence():
     assert not none.refutes and none.theta == 0.0 and none.next_count >= 15
 
 
+@pytest.mark.parametrize("prior", ["uniform", "zipf"])
+def test_many_counts_are_each_the_single_audit(prior):
+    """audit_counts (the distinct counts searched together, sharing the grid's count bounds) gives every count the
+    audit ``audit`` gives it alone, on MMC's fast path (uniform) and without it (Zipf), in the input's order."""
+    p = np.full(40, 0.1 if prior == "uniform" else zipf()[0])
+    rng = np.random.default_rng(3)
+    counts = rng.integers(0, 41, size=12).tolist() + [0, 40, 40]
+    together = A.Auditor(p, confidences=[0.5, 0.95], rtol=1e-2)
+    for c in (0.5, 0.95):
+        many = together.audit_counts(counts, c, start=0.7, detail=False)
+        alone = A.Auditor(p, confidences=[0.5, 0.95], rtol=1e-2)
+        assert [a.successes for a in many] == counts
+        for a in many:
+            single = alone.audit(a.successes, c, start=0.7)
+            assert (a.theta, a.refutes, a.next_count) == (single.theta, single.refutes, single.next_count)
+            full = together.detailed(a)
+            assert (full.count, full.theorem) == (single.count, single.theorem)
+            if a.refutes:  # certified: refuted at theta_hat, not at the next grid point
+                assert full.count < a.successes <= a.next_count
+
+
 @pytest.mark.parametrize("m", [40, 70])
 def test_at_least_mmc_and_equal_where_mmc_wins_uniform(m):
     p = np.full(150, 0.1)

@@ -8,7 +8,10 @@
   its tails are upper bounds on the narrow tree's and within 1e-6 of them;
 * search._count_fast (search on the normal approximation, one exact certification per count): never below
   the exact search's count (every count is certified) and at most one target above it, on random
-  priors at n = 2e4 - 5e4; the counts it returns pass tail_bound.
+  priors at n = 2e4 - 5e4; the counts it returns pass tail_bound;
+* the exact fast paths of the split theorem's search (issue 40: search._FAST, tails._FAST: budget_value's test at
+  every a at once, the count search's queue sorted once, one-binomial tails, Boost's binomial kernels) against the
+  plain search: the same counts, certifying eps and minima, bit for bit, on a fixed-seed sample of cases.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import pytest
 from stages.bound import search, tails
 from stages.bound import theorems as T
 from stages.bound.priors import beta_unchecked
-from stages.bound.profiles import DPSGD, GaussianDP
+from stages.bound.profiles import DPSGD, ApproxDP, GaussianDP
 
 
 def brute_budget_value(tail: tails.Tail, v: int, m: float) -> float:
@@ -151,3 +154,126 @@ def test_smallest_passing_matches_a_scan_over_v(approximate):
                 want = int(np.argmax(values <= t))
                 for hint in (None, want, want - 1, want + 1, int(rng.integers(0, n + 2))):
                     assert run.smallest_passing(eps, t, hint) == want, (n, eps, t, hint)
+
+
+# ---- issue 40: the exact fast paths give the plain search's numbers bit for bit
+def plain(monkeypatch) -> None:
+    """Switch every exact fast path off: the plain search (search._FAST, tails._FAST)."""
+    monkeypatch.setattr(search, "_FAST", False)
+    monkeypatch.setattr(tails, "_FAST", False)
+
+
+def test_budget_value_whole_test_matches_the_chunked_scans(monkeypatch):
+    """budget_value's test at every a at once (_budget_value_whole) against its chunked scans
+    (_budget_value_chunks): the same value and the same J left on the tail, over sequences of calls (each call
+    starts from the J the previous one left), with and without a hint, on exact, one-binomial and normal tails,
+    and on the chunks' side of _WHOLE_TEST; and on tails of flat steps, where rounding makes the test hold above a
+    point where it fails, so the value depends on the J the search starts from (a rounding tie: both are bounds)."""
+    rng = np.random.default_rng(40)
+    steps = [1.0, 0.9, 0.7, 0.6, 1 / 3, 0.3, 0.2, 0.1, 0.05]
+    for trial in range(80):
+        n = int(rng.choice([1, 9, 60, 100, 400, 2500]))
+        if trial >= 60:  # flat steps
+            size = int(rng.integers(3, 60))
+            ext = np.concatenate([[1.0], np.sort(rng.choice(steps, size - 1))[::-1]])
+            n = size + 4
+            make = lambda ext=ext, off=int(rng.integers(1, 5)): tails.Tail(off, ext.copy(), n)
+        elif trial % 3 == 0:
+            make = lambda b=rng.beta(0.5, 2.0, n): tails.distribution(b).tail()
+        elif trial % 3 == 1:
+            make = lambda b=np.full(n, rng.uniform()): tails.distribution(b).tail()
+        else:
+            mean = float(rng.uniform(0, n))
+            var = float(rng.uniform(1e-3, mean * (1 - mean / n) + 1e-3))
+            make = lambda mean=mean, var=var: search._normal_tail(mean, var, n)
+        if trial % 5 == 4:
+            monkeypatch.setattr(search, "_WHOLE_TEST", int(rng.integers(1, 40)))  # some ranges go to the chunks
+        fast, chunks = make(), make()
+        hint = [None, 0, 7, 10**6][trial % 4]
+        for v in rng.integers(0, n + 3, 25):
+            for m in (1e-12, 1e-3, 0.1, 0.7, 3.0, float(rng.uniform(0, 50))) if trial < 60 else (0.1, 0.2, 0.3, 1 / 3, 2.2):
+                monkeypatch.setattr(search, "_FAST", True)
+                got = search.budget_value(fast, int(v), m, hint)
+                monkeypatch.setattr(search, "_FAST", False)
+                want = search.budget_value(chunks, int(v), m, hint)
+                assert got == want, (trial, n, v, m, got, want)
+                assert getattr(fast, "_last_j", None) == getattr(chunks, "_last_j", None), (trial, n, v, m)
+        monkeypatch.setattr(search, "_WHOLE_TEST", 4096)
+        if trial >= 60:  # every start: fresh tails, so the J the search starts from is the hint's
+            for v in rng.integers(2, n + 1, 4):
+                for m in (0.1, 0.2, 1 / 3):
+                    for hint in range(int(v) + 3):
+                        monkeypatch.setattr(search, "_FAST", True)
+                        got = search.budget_value(make(), int(v), m, hint)
+                        monkeypatch.setattr(search, "_FAST", False)
+                        assert got == search.budget_value(make(), int(v), m, hint), (trial, v, m, hint)
+
+
+@pytest.mark.skipif(tails._BINOM is not tails._BoostBinom, reason="this scipy has no Boost binomial kernels by those names")
+def test_boost_binomial_matches_scipy_stats():
+    """_binomial through Boost's kernels (tails._BoostBinom) = through scipy.stats.binom (tails._ScipyBinom), bit for
+    bit: the whole support below 128 Bernoullis, the quantile window and its trimmed mass from 128 on."""
+    rng = np.random.default_rng(41)
+    cases = [(int(c), float(p)) for c, p in zip(rng.integers(8, 3000, 150), rng.uniform(0, 1, 150))]
+    cases += [(int(c), float(p)) for c, p in zip(rng.integers(8, 300, 60), 10 ** rng.uniform(-300, 0, 60))]
+    cases += [(int(c), 1 - float(p)) for c, p in zip(rng.integers(8, 3000, 60), 10 ** rng.uniform(-16, -1, 60))]
+    cases += [(127, 0.5), (128, 0.5), (128, 1e-300), (10**6, 0.3), (10**5, 1e-9), (1000, 5e-324)]
+    for count, prob in cases:
+        got = tails._binomial(count, prob, tails._BoostBinom)
+        want = tails._binomial(count, prob, tails._ScipyBinom)
+        assert (got.offset, got.n, got.trimmed) == (want.offset, want.n, want.trimmed), (count, prob)
+        assert got.pmf.dtype == want.pmf.dtype and np.array_equal(got.pmf, want.pmf), (count, prob)
+
+
+def test_distribution_grouped_fast_paths_match_the_plain_steps(monkeypatch):
+    """distribution_grouped's one-binomial shortcut and its skipped convolution with the law of 0 (tails._FAST) give
+    the plain steps' law bit for bit: one group (below and above 128 Bernoullis), several groups, a tree part,
+    Bernoullis at 0 and 1."""
+    rng = np.random.default_rng(42)
+    cases = [([0.1], [100]), ([0.5796], [100]), ([0.3], [8]), ([0.01], [1000]), ([0.2], [130]), ([0.5], [5]),
+             ([0.0, 0.2], [3, 50]), ([0.2, 1.0], [50, 4]), ([0.1, 0.4], [20, 30]), ([0.1, 0.4, 0.7], [3, 20, 200])]
+    cases += [(np.sort(rng.uniform(0, 1, k)), rng.integers(1, 40, k)) for k in (2, 5, 30)]
+    for values, counts in cases:
+        values, counts = np.asarray(values, dtype=float), np.asarray(counts)
+        monkeypatch.setattr(tails, "_FAST", True)
+        got = tails.distribution_grouped(values, counts)
+        monkeypatch.setattr(tails, "_FAST", False)
+        want = tails.distribution_grouped(values, counts)
+        assert (got.offset, got.n, got.trimmed) == (want.offset, want.n, want.trimmed), (values, counts)
+        assert np.array_equal(got.pmf, want.pmf), (values, counts)
+        assert np.array_equal(got.tail().ext, want.tail().ext), (values, counts)
+
+
+def split_cases():
+    """A fixed-seed sample of the split theorem's settings: profiles (GDP, (eps, delta)-DP), priors (uniform 1/k,
+    Zipf's top value, mixed arrays of 20 - 300 targets, one binomial above 128 targets), set-valued or not."""
+    rng = np.random.default_rng(43)
+    zipf = float(1.0 / np.sum(np.arange(1, 11) ** -1.84))  # the top prior of Zipf(1.84) over 10 values
+    priors = [np.full(100, 0.1), np.full(100, zipf), np.full(100, 0.5), np.full(150, 0.01),
+              rng.beta(0.5, 3.0, 20), rng.choice([0.1, 0.5, zipf, 0.01], 60), rng.beta(0.5, 5.0, 300)]
+    out = []
+    for i, p in enumerate(priors):
+        mu = float(np.exp(rng.uniform(np.log(0.05), np.log(6.0))))
+        out.append((p, GaussianDP(mu), bool(i % 2)))
+        if i < 4:
+            out.append((p, ApproxDP(float(rng.uniform(0.1, 10.0)), [1e-5, 1e-3][i % 2]), not i % 2))
+    return out
+
+
+@pytest.mark.parametrize("case", range(len(split_cases())))
+def test_split_counts_fast_paths_match_the_plain_search(monkeypatch, case):
+    """split_counts with every exact fast path (search._FAST, tails._FAST) = the plain search, bit for bit: the
+    counts at four confidences, the eps certifying each, and minimise_over_eps (Theorem 1's tail bound) at a few v."""
+    p, profile, set_valued = split_cases()[case]
+    g, _ = T._targets_priors(p, None, set_valued)
+    targets = 1.0 - np.array([0.05, 0.5, 0.95, 0.999])
+
+    def run_all():
+        run = search.OneRun(profile, g, set_valued)
+        counts = search.split_counts(run, targets)
+        tails_at = [search.minimise_over_eps(search.OneRun(profile, g, set_valued), v) for v in (1, g.n // 4, g.n // 2)]
+        return counts, dict(run.best_eps), tails_at
+
+    fast = run_all()
+    plain(monkeypatch)
+    assert run_all() == fast

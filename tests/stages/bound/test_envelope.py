@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import optimize
+from scipy import optimize, sparse
 
 from stages.bound import ApproxDP, GaussianDP, PureDP
 from stages.bound import envelope as E
@@ -47,14 +47,17 @@ def lp_with_every_line(curve: W.ExcessCurve, q: float) -> tuple[float, float]:
     L = s.size
     cost = -np.concatenate([m * (1 - q / k) * pi, -m * (q / k) * (1 - pi)])
     rows = np.hstack([np.eye(G), np.tile(m, (G, 1)) - np.eye(G)])
-    lines = np.zeros((G * L, 2 * G))
-    for g in range(G):
-        lines[g * L:(g + 1) * L, g] = s
-        lines[g * L:(g + 1) * L, G + g] = -1.0
-    A = np.vstack([rows, lines])
+    # row g * L + l: s_l P_g - y_g <= c_l (sparse: two entries a row)
+    line_rows = np.repeat(np.arange(G * L), 2)
+    line_cols = np.column_stack([np.repeat(np.arange(G), L), G + np.repeat(np.arange(G), L)]).ravel()
+    line_vals = np.column_stack([np.tile(s, G), -np.ones(G * L)]).ravel()
+    lines = sparse.csr_matrix((line_vals, (line_rows, line_cols)), shape=(G * L, 2 * G))
+    A = sparse.vstack([sparse.csr_matrix(rows), lines], format="csr")
     b = np.concatenate([np.full(G, float(k)), np.tile(c, G)])
+    # presolve off: it only slows this LP down (both bounds below hold whatever point the solver returns)
     res = optimize.linprog(cost, A_ub=A, b_ub=b, bounds=(0, 1), method="highs",
-                           options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
+                           options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10,
+                                    "presolve": False})
     assert res.status == 0
     lam = np.maximum(0.0, -res.ineqlin.marginals)
     upper = float(lam @ b - np.sum(np.minimum(0.0, cost + A.T @ lam)))

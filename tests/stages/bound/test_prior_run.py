@@ -567,3 +567,30 @@ def test_one_target_closed_form_is_the_exact_two_valued_success_and_never_below_
         # and attained: the value of the ratio at some s (a valid bound, Theorem 4's constraint at that s)
         ratios = (1.0 + run.psi(np.geomspace(1e-9, 1e9, 2001))) / (1.0 + np.geomspace(1e-9, 1e9, 2001))
         assert got >= 0.0 and got <= float(ratios.min()) + 1e-12
+
+
+# --------------------------------------------------------------------------------------------
+# the solver's speed (issue 40): rows dropped, the stalled dual simplex handed over
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("stall", [False, True])
+def test_dropped_rows_and_the_simplex_fallback_keep_the_grid_lp(monkeypatch, stall):
+    """Rows that stopped binding are deleted at a count's first round (``_Dual.prune``; here after one solve) and
+    added back where they break; with ``stall`` every warm dual simplex is cut short after one iteration and a cold
+    primal simplex ends the solve (``_highs.Model.solve``). Either way each count's certified value is the primal LP's
+    optimum on the grid the rounds refined (to 1e-7), and rows were dropped."""
+    from stages.bound import _highs
+    monkeypatch.setattr(R, "_PRUNE_AGE", 1)
+    if stall:
+        monkeypatch.setattr(_highs, "STALL", 0.0)
+        monkeypatch.setattr(_highs, "_STALL_MIN", 1)
+    prior = np.arange(1, 11.0) ** -1.84
+    prior /= prior.sum()
+    n = 20
+    run = R.PriorRun(GaussianDP(1.0), Distributions.of(np.tile(prior, (n, 1))))
+    dropped = 0
+    for c in (15, 12, 18, 16):
+        value = run.tail(c)
+        grid = run.atoms[0]
+        assert value == pytest.approx(_dense_primal(n, c, grid, run.psi(grid)), abs=1e-7), c
+        dropped += run._dual.prune(1)
+    assert dropped > 0

@@ -3,7 +3,8 @@
 * Every registered theorem's own tail is never below the EXACT worst case (lp_oracle's LP over all mechanisms), on a
   fixed-seed sample of small (eps, delta)-DP and eps-DP cases, each theorem where it applies.
 * A theorem is one object: a toy theorem registered in a copy of the registry joins every minimum (count_bounds,
-  expected_count_bounds), the boxes' candidates, the labels and the numbering table, with nothing else touched.
+  expected_count_bounds; with a fixed-eps evaluation also pure_dp_tail, pure_dp_count_bound and tail_bound_at), the
+  boxes' candidates, the labels and the numbering table, with nothing else touched.
 * Every theorem label the bound boxes print comes from the registry.
 * THEORY.md and docs/pages/bounds.md hold the registry's numbering table, listing exactly the registered theorems.
 """
@@ -120,7 +121,9 @@ def test_every_theorem_is_never_below_the_exact_worst_case(case):
 TOY = Theorem(name="toy bound of one (tests)", short="TOY", theory="—", paper="—", code="`test_registry.py`",
               needs="the prior successes p", applies=lambda s: None if s.p is not None else "needs p",
               tail=lambda s, v, **_: (1.0, math.nan, 0.0),
-              counts=lambda s, confs, hint: np.full(confs.shape, s.p.n))
+              counts=lambda s, confs, hint: np.full(confs.shape, s.p.n),
+              at_eps={"tail": lambda s, v, eps: (1.0, eps, 0.0),
+                      "counts": lambda s, confs, eps: np.full(confs.shape, s.p.n)})
 
 
 def test_a_toy_theorem_registered_in_a_copy_joins_every_minimum(monkeypatch):
@@ -138,11 +141,59 @@ def test_a_toy_theorem_registered_in_a_copy_joins_every_minimum(monkeypatch):
     assert np.array_equal(again, counts) and T.tail_bound(profile, None, 3, distributions=rows) == tail
     _, expected_by = T.expected_count_bounds(profile, np.full((3, 8), 0.6), CONFS, distributions=rows)
     assert TOY.name in expected_by
+    # at a fixed eps too (it has at_eps): with a profile (tail_bound_at) and without (pure_dp_tail)
+    g = grouped(np.full(8, 0.6))
+    at = copy.minimum(Setting(profile, g, Distributions.of(rows)), "tail", 3, at=1.0)
+    assert list(at.by) == [registry.SPLIT.name, registry.WHOLE_PRIOR.name, TOY.name]
+    assert at.value == T.tail_bound_at(profile, None, 3, 1.0, distributions=rows)
+    alone = copy.minimum(Setting(None, g, Distributions.of(rows)), "counts", CONFS, at=1.0)
+    assert list(alone.by) == [registry.PURE.name, registry.WHOLE_PRIOR.name, TOY.name]
+    assert np.array_equal(alone.by[TOY.name], [8, 8, 8])
+    assert np.array_equal(alone.value, T.pure_dp_count_bound(1.0, None, CONFS, distributions=rows))
     # the boxes list it, the labels and the numbering table read it
     assert TOY.name in OneRunBound().theorem_for(profile, Exact(), 1, 3)["candidates"]
     assert labels.theorem_id(TOY.name) == "TOY" and labels.short_theorem(f"{TOY.name}, averaged over the trials") \
         == "TOY-avg"
     assert f"| `TOY` | {TOY.name} |" in registry.numbering_table()
+
+
+#: A toy that evaluates at a fixed eps only (no tail or counts of its own), below every real theorem there.
+LOW = Theorem(name="toy bound of zero at a fixed eps (tests)", short="LOW", theory="—", paper="—", code="—",
+              needs="the prior successes p", applies=lambda s: None if s.p is not None else "needs p",
+              at_eps={"tail": lambda s, v, eps: (0.0, eps, 0.0),
+                      "counts": lambda s, confs, eps: np.zeros(confs.shape, dtype=int)})
+
+
+def test_a_toy_theorem_that_evaluates_at_a_fixed_eps_joins_the_fixed_eps_bounds(monkeypatch):
+    rows = np.tile([0.6, 0.3, 0.1], (8, 1))
+    p = np.full(8, 0.6)
+    before = (T.pure_dp_tail(1.0, p, 3), T.pure_dp_count_bound(1.0, None, CONFS, distributions=rows),
+              T.tail_bound_at(GaussianDP(1.0), p, 3, 1.0),
+              T.tail_bound_at(PureDP(1.0), None, 3, 2.0, distributions=rows), T.tail_bound(GaussianDP(1.0), p, 3))
+    assert min(before[0], before[2], before[3]) > 0 and np.all(before[1] > 0)
+    monkeypatch.setattr(registry, "REGISTRY", REGISTRY.with_theorem(LOW))
+    assert T.pure_dp_tail(1.0, p, 3) == 0.0 and T.tail_bound_at(GaussianDP(1.0), p, 3, 1.0) == 0.0
+    assert T.tail_bound_at(PureDP(1.0), None, 3, 2.0, distributions=rows) == 0.0
+    assert np.array_equal(T.pure_dp_count_bound(1.0, None, CONFS, distributions=rows), [0, 0, 0])
+    assert T.tail_bound(GaussianDP(1.0), p, 3) == before[4]  # no tail of its own: the other minima keep theirs
+    # it names why it does not join where p is unknown, like every theorem
+    why = registry.REGISTRY.reasons(Setting(None, None, Distributions.of(rows)), "tail", at=1.0)
+    assert why[LOW.name] == "needs p" and registry.MMC.name in why and registry.WHOLE_PRIOR.name not in why
+
+
+def test_the_fixed_eps_counts_are_the_fixed_eps_tails_counts():
+    """At a fixed eps a theorem's count is the smallest c whose tail at c + 1 is <= 1 - confidence: Theorem 3.1, and
+    the split theorem and Theorem 3 with a profile (t = eps; no public function reads these two counts yet)."""
+    rows = Distributions.of(np.tile([0.6, 0.3, 0.1], (8, 1)))
+    g = grouped(np.full(8, 0.6))
+    for setting, names in ((Setting(GaussianDP(1.0), g, rows), (registry.SPLIT.name, registry.WHOLE_PRIOR.name)),
+                           (Setting(None, g, rows), (registry.PURE.name,))):
+        counts = REGISTRY.minimum(setting, "counts", CONFS, at=1.5)
+        assert set(names) <= set(counts.by) and len(counts.by) == 2
+        for name in names:
+            tail = lambda v: REGISTRY.get(name).at_eps["tail"](setting, v, 1.5)[0]
+            for c, conf in zip(counts.by[name], CONFS):
+                assert tail(c + 1) <= 1 - conf < tail(c), (name, c, conf)
 
 
 def test_ties_go_to_the_theorem_listed_first():

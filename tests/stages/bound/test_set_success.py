@@ -152,7 +152,7 @@ def test_boxes_use_the_set_valued_weights(box_name):
         for profile in (GaussianDP(0.3), DPSGD(2.0, 1.0, 4)):
             info = box.theorem(profile, prior, metric, guesses)
             assert info["set_valued"] and "set-valued" in info["reason"]
-            assert info["version"] == (4 if box_name == "one_run" else 2)
+            assert info["version"] == (4 if box_name == "one_run" else 3)
             got = box.compute(profile, prior, metric, guesses, levels)
             if box_name == "one_run":
                 want = count_bound(profile, p_star, levels, set_valued=True, collision=prior_collision(prior))
@@ -189,7 +189,7 @@ def test_pipeline_records_the_theorem_used(compose_config, metric, k, set_valued
                                         "whole-prior theorem (THEORY.md Thm 3)",
                                         "MMC one-run count (ICML 2025 Thm 3.2)",
                                         "whole-prior one-run count (THEORY.md Thm 4)"]
-        assert record["whole_prior_version"] == W.WHOLE_PRIOR_VERSION == 3 and record["prior_run_version"] == R.PRIOR_RUN_VERSION == 4
+        assert record["whole_prior_version"] == W.WHOLE_PRIOR_VERSION == 3 and record["prior_run_version"] == R.PRIOR_RUN_VERSION == 5
         winners = set(record["by_confidence"].values())
         assert winners <= set(record["candidates"])
         assert record["theorem"] == (winners.pop() if len(winners) == 1 else record["theorem"])

@@ -709,3 +709,20 @@ def test_calibrate_noise_count_and_dpsgd():
     sigma = T.calibrate_noise(0.01, 0.1, mechanism="dpsgd", sample_rate=1.0, steps=4)
     assert T.advantage_bound(DPSGD(sigma, 1.0, 4), 0.01) <= 0.1
     assert T.advantage_bound(DPSGD(sigma * (1 - 1e-3), 1.0, 4), 0.01) > 0.1
+
+
+@pytest.mark.parametrize("mu", [1.01 ** -265, 1.01 ** -41])
+def test_a_confidences_count_does_not_depend_on_the_others_asked(mu):
+    """One question, one answer: the split theorem's count at 0.95 is the same asked alone or with 0.05 and 0.5 (its
+    search's eps seeds came from the smallest target asked: 904 alone and 905 together at the second mu)."""
+    from stages.bound import theorems as T
+
+    zipf = np.arange(1, 11) ** -1.84
+    p = np.full(1000, zipf[0] / zipf.sum())
+    T._COUNTS_MEMO.clear()
+    together = [int(c) for c in T.count_bounds(GaussianDP(mu), p, [0.05, 0.5, 0.95])[1][T.SPLIT_THEOREM]]
+    alone = []
+    for c in (0.05, 0.5, 0.95):
+        T._COUNTS_MEMO.clear()
+        alone.append(int(T.count_bounds(GaussianDP(mu), p, [c])[1][T.SPLIT_THEOREM][0]))
+    assert together == alone
