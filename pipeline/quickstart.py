@@ -43,16 +43,17 @@ def run(out_dir: str | Path | None = None, priors=PRIORS, epsilons=EPSILONS, tri
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=pipeline.CONF_DIR, version_base="1.3"):
-        base = compose("config")
+        jobs = [quickstart_overrides(prior, epsilon, trials) for prior in priors for epsilon in epsilons]
+        # the first job's config gives outputs_dir and cache_dir (no job overrides them)
+        first = compose("config", overrides=jobs[0])
         # Its own folder even when two quickstarts start in the same instant (pipeline's ${unique:} suffix).
         stamp = f"{datetime.now().strftime('%Y-%m-%d_%H-%M-%S-%f')}-{pipeline._unique()}"
-        root = Path(out_dir) if out_dir else Path(base.outputs_dir) / "quickstart" / stamp
-        cache = StageCache(base.cache_dir)
-        jobs = [quickstart_overrides(prior, epsilon, trials) for prior in priors for epsilon in epsilons]
+        root = Path(out_dir) if out_dir else Path(first.outputs_dir) / "quickstart" / stamp
+        cache = StageCache(first.cache_dir)
         # the job list a -m sweep writes, so `python -m pipeline.report <root>` reads the folder
         write_job_list(root, jobs)
         for job, overrides in enumerate(jobs):
-            cfg = compose("config", overrides=overrides)
+            cfg = first if job == 0 else compose("config", overrides=overrides)
             job_dir = root / str(job)
             (job_dir / ".hydra").mkdir(parents=True, exist_ok=True)
             OmegaConf.save(cfg, job_dir / ".hydra" / "config.yaml", resolve=True)
