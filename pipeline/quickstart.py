@@ -10,6 +10,7 @@ a second quickstart replays nothing.
 """
 from __future__ import annotations
 
+import copy
 import sys
 import time
 from datetime import datetime
@@ -38,14 +39,34 @@ def quickstart_overrides(prior: str, epsilon: float, trials: int = TRIALS) -> li
     ]
 
 
+def epsilon_variant(cfg, epsilon: float):
+    """A copy of a composed config with mechanism.epsilon set to epsilon (what the override does)."""
+    out = copy.deepcopy(cfg)
+    out.mechanism.epsilon = float(epsilon)
+    return out
+
+
 def run(out_dir: str | Path | None = None, priors=PRIORS, epsilons=EPSILONS, trials: int = TRIALS) -> list[dict]:
     """Play every (prior, epsilon) game, write the job folders and the report; return the report rows."""
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=pipeline.CONF_DIR, version_base="1.3"):
-        jobs = [quickstart_overrides(prior, epsilon, trials) for prior in priors for epsilon in epsilons]
+        grid = [(prior, epsilon) for prior in priors for epsilon in epsilons]
+        jobs = [quickstart_overrides(prior, epsilon, trials) for prior, epsilon in grid]
+        # one compose per prior: a job at another epsilon is that config with mechanism.epsilon set (the override
+        # sets a plain float that nothing in conf/ interpolates or selects by; tests/pipeline/test_quickstart_configs
+        # checks every job's config against its own compose)
+        composed = {}
+
+        def config(job: int):
+            prior, epsilon = grid[job]
+            if prior not in composed:
+                composed[prior] = compose("config", overrides=jobs[job])
+                return composed[prior]
+            return epsilon_variant(composed[prior], epsilon)
+
         # the first job's config gives outputs_dir and cache_dir (no job overrides them)
-        first = compose("config", overrides=jobs[0])
+        first = config(0)
         # Its own folder even when two quickstarts start in the same instant (pipeline's ${unique:} suffix).
         stamp = f"{datetime.now().strftime('%Y-%m-%d_%H-%M-%S-%f')}-{pipeline._unique()}"
         root = Path(out_dir) if out_dir else Path(first.outputs_dir) / "quickstart" / stamp
@@ -53,7 +74,7 @@ def run(out_dir: str | Path | None = None, priors=PRIORS, epsilons=EPSILONS, tri
         # the job list a -m sweep writes, so `python -m pipeline.report <root>` reads the folder
         write_job_list(root, jobs)
         for job, overrides in enumerate(jobs):
-            cfg = first if job == 0 else compose("config", overrides=overrides)
+            cfg = first if job == 0 else config(job)
             job_dir = root / str(job)
             (job_dir / ".hydra").mkdir(parents=True, exist_ok=True)
             OmegaConf.save(cfg, job_dir / ".hydra" / "config.yaml", resolve=True)

@@ -3,7 +3,8 @@
 #: Parametrized tests sampled in the fast tier: function node id -> how many of its cases the fast tier runs (a sample
 #: seeded by the node id, the same every run); the slow tier runs the others. Sizes from a timed run of the whole
 #: suite (`pytest -m "slow or not slow" --durations=0`, 2026-11-28): about 4 s of each function in the fast tier.
-#: tests/test_tiers.py checks that every entry names a collected parametrized test.
+#: tests/test_tiers.py checks that every entry names a collected parametrized test. A case its test marks
+#: `@pytest.mark.slow` (one of more than a few seconds alone) is never in the sample: it is drawn among the others.
 SAMPLED = {
     "tests/pipeline/experiments/test_experiments.py::test_experiment_runs_shrunk": 1,
     "tests/pipeline/experiments/test_llm_experiment.py::test_llm_canaries_sweep_plays_both_games_and_reuses_its_trainings": 1,

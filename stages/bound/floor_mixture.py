@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize, stats
 
-from . import floor as _floor
+from . import _floor_product as _single  # the single product mechanisms (Lemma 6)
 from .profiles import ApproxDP, PrivacyProfile
-from .whole_prior import _EXACT_TOP, Distributions
+from .whole_prior import _EXACT_TOP
 
 __all__ = ["KINDS", "MixtureFloor", "component_delta", "mixture_floor", "mixture_mechanism"]
 
@@ -111,7 +111,8 @@ def _values(shape) -> np.ndarray:
 
 def _rr_successes(top: np.ndarray, eps0: np.ndarray) -> np.ndarray:
     """s[e, m - 1] for m = 1 .. len(top) - 1: (m + 1)-ary randomized response at eps0[e] on the classes top[0..m]:
-    r (w_0 + sum_{c=1}^{m} max(w_c, w_0 e^-eps0)), r = 1 / (1 + m e^-eps0) (floor._randomized_response's sum)."""
+    r (w_0 + sum_{c=1}^{m} max(w_c, w_0 e^-eps0)), r = 1 / (1 + m e^-eps0) (_floor_product._randomized_response's
+    sum)."""
     k = top.size
     m = np.arange(1, k)
     a = top[0] * np.exp(-eps0)[:, None]
@@ -122,24 +123,24 @@ def _rr_successes(top: np.ndarray, eps0: np.ndarray) -> np.ndarray:
 
 # ---- the columns ----------------------------------------------------------------------------------------------------
 def _rr_curve_rows(eps0: float, m: int, d: float = 0.0) -> np.ndarray:
-    grid = _floor._RR_GRID
+    grid = _single._RR_GRID
     # rows [g_k, g_k+1] read the curve at g_k; the last row [g_K, inf) reads it at g_K (d once eps0 <= g_K)
     return component_delta("revealing_randomized_response", {"eps0": eps0, "d": d}, m + 1, grid) * (1.0 + _CURVE_MARGIN)
 
 
-def _columns(members: "_floor._Members", shapes: list) -> list[_Column]:
+def _columns(members: "_single._Members", shapes: list) -> list[_Column]:
     """Every component for the union of the runs' priors (``shapes``: one PriorShape per group)."""
     tops = [_values(s) for s in shapes]
     kmax = max(t.size for t in tops)
     p = np.array([s.p for s in shapes])
-    rows = _floor._RR_GRID.size  # K interval rows and the row [g_K, inf)
+    rows = _single._RR_GRID.size  # K interval rows and the row [g_K, inf)
     cols = [_Column("nothing", {}, np.zeros(len(shapes), dtype=np.int64), p, np.zeros(rows))]
     d_inf = _delta_inf(members.profile)
     if d_inf > 0:
         cols.append(_Column("reveal", {}, np.zeros(len(shapes), dtype=np.int64), np.ones(len(shapes)),
                             np.ones(rows) * (1.0 + _CURVE_MARGIN)))
     # randomized response (and the revealing one): the grid of eps0 and each m's largest certified one
-    certified = {m: _floor._rr_epsilon(members.low, m) for m in _m_probe(kmax)}
+    certified = {m: _single._rr_epsilon(members.low, m) for m in _m_probe(kmax)}
     grid = _EPS0 if len(shapes) <= _FULL_GRID_GROUPS else _EPS0[::3]  # many priors: each column costs a convolution
     eps0 = np.unique(np.concatenate([grid, list(certified.values())]))
     eps0 = eps0[eps0 > 0]
@@ -159,7 +160,7 @@ def _columns(members: "_floor._Members", shapes: list) -> list[_Column]:
     for d in reveal:
         kind = "revealing_randomized_response" if d > 0 else "randomized_response"
         for e, e0 in enumerate(eps0):
-            if d == 0 and e0 > _floor._RR_GRID[-1]:
+            if d == 0 and e0 > _single._RR_GRID[-1]:
                 continue
             params = {"eps0": float(e0)} | ({"d": float(d)} if d > 0 else {})
             choices = [mg_common[i] for i in np.flatnonzero(useful[e])]
@@ -169,10 +170,10 @@ def _columns(members: "_floor._Members", shapes: list) -> list[_Column]:
                 s = np.array([sg[e, g - 1] for sg, g in zip(succ, mg)])
                 if d > 0:
                     s = d * np.array([float(np.sum(t[: g + 1])) for t, g in zip(tops, mg)]) + (1 - d) * s
-                cols.append(_Column(kind, params, mg.astype(np.int64), np.clip(s - _floor._SLACK, 0.0, 1.0),
+                cols.append(_Column(kind, params, mg.astype(np.int64), np.clip(s - _single._SLACK, 0.0, 1.0),
                                     _rr_curve_rows(float(e0), int(np.min(mg)), d)))
     # the product of the best single members per target (Lemma 6: each meets the profile, so their worst does)
-    succ, best_m, chosen, simplex = _floor._product(members, shapes)
+    succ, best_m, chosen, simplex = _single._product(members, shapes)
     analytic = np.append(members.low, d_inf)  # a curve below delta(eps) everywhere: its rows' own right-hand sides
     cols.append(_Column("product", {"members": _distinct_members(chosen, best_m)}, best_m, succ, analytic, chosen))
     if members.approx is not None:  # exactly (eps, delta)-DP: (revealing) randomized response at its own (eps, delta)
@@ -183,7 +184,7 @@ def _columns(members: "_floor._Members", shapes: list) -> list[_Column]:
             s = np.array([d * float(np.sum(t[: g + 1])) + (1 - d) * sg[np.searchsorted(eps0, e), g - 1]
                           for t, sg, g in zip(tops, succ_rr, mg)])
             cols.append(_Column(kind, {"eps0": e} | ({"d": d} if d > 0 else {}), mg.astype(np.int64),
-                                np.clip(s - _floor._SLACK, 0.0, 1.0), analytic))
+                                np.clip(s - _single._SLACK, 0.0, 1.0), analytic))
     if members.mu is not None and members.mu > 0:
         cols.extend(_simplex_columns(members, shapes, simplex, analytic))
     return cols
@@ -208,21 +209,21 @@ def _m_probe(kmax: int) -> list[int]:
 
 
 def _simplex_columns(members, shapes, at_mu: np.ndarray, analytic: np.ndarray) -> list[_Column]:
-    """The Gaussian simplex at mu' = mu (its successes ``at_mu``, from ``floor._product``) and, for a few priors, at
-    smaller mu' (``_MU_FRACTIONS``)."""
+    """The Gaussian simplex at mu' = mu (its successes ``at_mu``, from ``_floor_product._product``) and, for a few
+    priors, at smaller mu' (``_MU_FRACTIONS``)."""
     mu = members.mu
-    grid = _floor._RR_GRID
+    grid = _single._RR_GRID
     out = []
     for frac in _MU_FRACTIONS if len(shapes) <= _FULL_GRID_GROUPS else (1.0,):
         mu_j = mu * frac
         s, mg = np.zeros(len(shapes)), np.zeros(len(shapes), dtype=np.int64)
         for g, shape in enumerate(shapes):
-            top = _floor._top_values(shape, _floor.MAX_CLASSES)
+            top = _single._top_values(shape, _single.MAX_CLASSES)
             if top.size < 2:
                 s[g] = shape.p
                 continue
-            m = 1 + int(np.argmax(_floor._simplex_estimates(mu_j, top)))
-            s[g] = at_mu[g] if frac == 1.0 else _floor._gaussian_simplex(mu_j, top[: m + 1])
+            m = 1 + int(np.argmax(_single._simplex_estimates(mu_j, top)))
+            s[g] = at_mu[g] if frac == 1.0 else _single._gaussian_simplex(mu_j, top[: m + 1])
             mg[g] = m
         if frac == 1.0:  # exactly the profile's curve (THEORY.md, Lemma 7)
             curve = analytic
@@ -235,7 +236,7 @@ def _simplex_columns(members, shapes, at_mu: np.ndarray, analytic: np.ndarray) -
 def _delta_inf(profile: PrivacyProfile) -> float:
     """A lower bound on delta(eps) for every eps >= g_K: an (eps, delta) profile's delta, else 0."""
     if isinstance(profile, ApproxDP):
-        return float(profile.delta_) / (1.0 + _floor._RR_MARGIN)
+        return float(profile.delta_) / (1.0 + _single._RR_MARGIN)
     return 0.0
 
 
@@ -253,7 +254,7 @@ class _Tails:
             if sub.shape[1] == 1:
                 self.parts.append(("binomial", sub[:, 0]))
             else:
-                self.parts.append(("matrix", np.maximum(np.array([_floor.low_tail(row, d.counts) for row in sub]), 0.0)))
+                self.parts.append(("matrix", np.maximum(np.array([_single.low_tail(row, d.counts) for row in sub]), 0.0)))
         self._memo: dict[int, np.ndarray] = {}
 
     def __call__(self, v: int) -> np.ndarray:
@@ -267,7 +268,7 @@ class _Tails:
                 elif v > self.n:
                     out.append(np.zeros(x.size))
                 else:  # scipy's bdtrc, relative error ~1e-14 here: _SLACK covers it
-                    out.append(np.maximum(stats.binom.sf(v - 1, self.n, x) - _floor._SLACK, 0.0))
+                    out.append(np.maximum(stats.binom.sf(v - 1, self.n, x) - _single._SLACK, 0.0))
             self._memo[v] = np.mean(out, axis=0)
         return self._memo[v]
 
@@ -384,9 +385,9 @@ def mixture_mechanism(profile: PrivacyProfile, distributions, confidence: float)
 
 
 def _solve(profile: PrivacyProfile, runs, confidences):
-    members = _floor._members(profile)
-    levels = _floor._confidences(confidences)
-    dists = [_floor._true_priors(d) for d in runs]
+    members = _single._members(profile)
+    levels = _single._confidences(confidences)
+    dists = [_single._true_priors(d) for d in runs]
     if len({d.n for d in dists}) != 1:
         raise ValueError(f"runs must have the same number of targets in every trial, got {sorted({d.n for d in dists})}; "
                          "pass one trial's priors per entry.")

@@ -84,6 +84,9 @@ class PrivacyProfile(ABC):
 
     def delta(self, eps):
         """delta(eps) for eps >= 0 (scalar or array, vectorised)."""
+        if isinstance(eps, float) and eps >= 0.0:  # one checked float (NaN fails >=): the theorems' searches' call
+            value = float(self._delta(np.array([eps], dtype=float))[0])
+            return min(max(value, 0.0), 1.0) if value == value else value
         arr = _validate.epsilon("eps", eps)
         out = np.clip(self._delta(np.atleast_1d(arr).astype(float).ravel()), 0.0, 1.0)
         return float(out[0]) if arr.ndim == 0 else out.reshape(arr.shape)

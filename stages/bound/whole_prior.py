@@ -49,7 +49,7 @@ from . import _solve, _validate, envelope
 # each target's whole prior, grouped, lives in priors; re-exported here (floor reads _EXACT_TOP, tests _shape_unchecked)
 from .priors import _EXACT_TOP, MAX_SHAPES, Distributions, PriorShape, _shape_unchecked, prior_shape  # noqa: F401
 from .priors import SHAPE_MAX_GROUPS as MAX_GROUPS  # noqa: F401
-from .profiles import PrivacyProfile
+from .profiles import GaussianDP, PrivacyProfile
 
 __all__ = ["PriorShape", "prior_shape", "Distributions", "ExcessCurve", "excess_curve", "whole_prior_success",
            "WHOLE_PRIOR_THEOREM", "WHOLE_PRIOR_VERSION"]
@@ -210,34 +210,15 @@ class ExcessCurve:
         """The relaxation by cutting planes over the grid's lines, then (fine) tangent lines at continuous eps."""
         a, b_obj, m = self._coefficients(q)
         G = a.size
-        # variables x = (P_1..P_G, y_1..y_G) in [0, 1]; linprog minimises c.x
+        # variables x = (P_1..P_G, y_1..y_G) in [0, 1]; the LP minimises c.x
         c = -np.concatenate([m * a, -m * b_obj])
-        # rows: P_g - y_g + sum_h m_h y_h <= set_size (1 for one exact guess)
-        row_block = np.hstack([np.eye(G), np.tile(m, (G, 1)) - np.eye(G)])
         value = 1.0
         polish = _POLISH_ROUNDS if (fine and G <= _POLISH_GROUPS) else 0
         for _ in range(_CUT_ROUNDS + polish):
-            groups = np.concatenate([np.full(len(a), g) for g, a in enumerate(self._active)])
-            lines = np.concatenate([np.fromiter(a, dtype=np.int64) for a in self._active])
-            R = lines.size
-            # y_g >= s_l P_g - c_l for the group's lines l:  s_l P_g - y_g <= c_l (dense: the LP is small)
-            A_lines = np.zeros((R, 2 * G))
-            A_lines[np.arange(R), groups] = self._all_s[lines]
-            A_lines[np.arange(R), G + groups] = -1.0
-            A = np.vstack([row_block, A_lines])
-            b = np.concatenate([np.full(G, float(self.set_size)), self._all_c[lines]])
-            # presolve costs more than it saves on an LP this small (a third of the time at 10 groups); with or
-            # without it the value used is the certified dual bound below
-            # (numerical trouble without presolve: solve again with it)
-            res = _solve.linprog([("highs", {"presolve": False}), ("highs", {})], c, A_ub=A, b_ub=b, bounds=(0.0, 1.0))
-            if res.status != 0:  # pragma: no cover - the LP is always feasible (x = 0) and bounded
-                raise RuntimeError(f"the whole-prior LP failed: {res.message}")
-            lam = np.maximum(0.0, -np.asarray(res.ineqlin.marginals))
-            rows_nu = lam[:G] / np.maximum(m, 1.0)  # per row of each group
-            reduced = c + A.T @ lam
-            certified = float(lam @ b - np.sum(np.minimum(0.0, reduced)))  # >= the LP's maximum
+            groups, lines, x, lam, slack, certified = self._round(c, m)
             value = min(value, certified)
-            P, y = res.x[:G], res.x[G:]
+            rows_nu = lam[:G] / np.maximum(m, 1.0)  # per row of each group
+            P, y = x[:G], x[G:]
             # the most violated line at each group's P (cutting planes)
             with np.errstate(over="ignore", invalid="ignore"):
                 viol = self._all_s[None, :] * P[:, None] - self._all_c[None, :] - y[:, None]
@@ -262,7 +243,6 @@ class ExcessCurve:
                 break
         # keep the lines that bind at this solution (and the seeds): the next q starts from a small LP, and
         # any line it needs comes back as a cut (a subset of the lines is always a valid relaxation)
-        slack = np.asarray(res.ineqlin.residual)[G:]
         binding = slack <= 1e-9
         kept = [set(self._seed) | self._bound[g] for g in range(G)]
         half = len(self._eps)
@@ -280,6 +260,35 @@ class ExcessCurve:
         self._multiplier_q.append(q)
         return float(min(1.0, max(0.0, value)))
 
+    def _round(self, c: np.ndarray, m: np.ndarray):
+        """One round's LP over the active lines, built anew: (groups, lines, x, lam, slack of the line rows, certified
+        value)."""
+        G = m.size
+        groups = np.concatenate([np.full(len(a), g) for g, a in enumerate(self._active)])
+        lines = np.concatenate([np.fromiter(a, dtype=np.int64) for a in self._active])
+        R = lines.size
+        # rows: P_g - y_g + sum_h m_h y_h <= set_size (1 for one exact guess)
+        row_block = np.hstack([np.eye(G), np.tile(m, (G, 1)) - np.eye(G)])
+        # y_g >= s_l P_g - c_l for the group's lines l:  s_l P_g - y_g <= c_l (dense: the LP is small)
+        A_lines = np.zeros((R, 2 * G))
+        A_lines[np.arange(R), groups] = self._all_s[lines]
+        A_lines[np.arange(R), G + groups] = -1.0
+        A = np.vstack([row_block, A_lines])
+        b = np.concatenate([np.full(G, float(self.set_size)), self._all_c[lines]])
+        # presolve costs more than it saves on an LP this small (a third of the time at 10 groups); with or
+        # without it the value used is the certified dual bound below
+        # (numerical trouble without presolve: solve again with it)
+        solved = _linprog_core(c, A, b) if _FAST else None
+        if solved is None:
+            res = _solve.linprog([("highs", {"presolve": False}), ("highs", {})], c, A_ub=A, b_ub=b, bounds=(0.0, 1.0))
+            if res.status != 0:  # pragma: no cover - the LP is always feasible (x = 0) and bounded
+                raise RuntimeError(f"the whole-prior LP failed: {res.message}")
+            solved = res.x, np.asarray(res.ineqlin.marginals), np.asarray(res.ineqlin.residual)
+        x, marginals, residual = solved
+        lam = np.maximum(0.0, -marginals)
+        reduced = c + A.T @ lam
+        certified = float(lam @ b - np.sum(np.minimum(0.0, reduced)))  # >= the LP's maximum
+        return groups, lines, x, lam, residual[G:], certified
 
     def _tangent(self, g: int, P: float, y: float, j: int) -> bool:
         """Add to group g the line of the profile at the eps (between the grid's neighbours of line j) that is
@@ -291,15 +300,24 @@ class ExcessCurve:
         lo, hi = self._eps[max(k - 1, 0)], self._eps[min(k + 1, half - 1)]
         if not hi > lo:
             return False
+        profile = self.profile
+        if _FAST and type(profile).delta is PrivacyProfile.delta and type(profile)._delta is GaussianDP._delta:
+            mu = float(profile.mu)
+            exact = lambda e: min(max(_gdp_delta_scalar(e, mu), 0.0), 1.0)  # profile.delta(e), bit for bit
+        else:
+            exact = lambda e: float(profile.delta(e))
         def delta(e: float) -> float:
-            d = float(self.profile.delta(e))
+            d = exact(e)
             return max(d, _DELTA_FLOOR if d > 0 else 0.0)
         if family == 0:
             height = lambda e: math.exp(-e) * (P - delta(e))
         else:
             height = lambda e: 1.0 - delta(e) - math.exp(e) * (1.0 - P)
-        e = float(optimize.minimize_scalar(lambda e: -height(e), bounds=(lo, hi), method="bounded",
-                                           options={"xatol": 1e-10}).x)
+        if _FAST:
+            e = _bounded_minimum(lambda e: -height(e), float(lo), float(hi), 1e-10)
+        else:
+            e = float(optimize.minimize_scalar(lambda e: -height(e), bounds=(lo, hi), method="bounded",
+                                               options={"xatol": 1e-10}).x)
         if height(e) <= y + _CUT_TOL:
             return False
         d = delta(e)
@@ -308,6 +326,155 @@ class ExcessCurve:
         self._all_c = np.append(self._all_c, c_new)
         self._active[g].add(len(self._all_s) - 1)
         return True
+
+
+#: The exact fast paths of the one-target relaxation (False: scipy's linprog and minimize_scalar, for
+#: tests/stages/bound/test_whole_prior_fast.py to compare against): each round's LP handed to the HiGHS that scipy's
+#: linprog runs, without linprog's wrapper; the tangent's bounded search run in plain floats, mu-GDP's delta there on
+#: one float. Each takes the same steps on the same numbers, so the values are the same bit for bit (not a warm-started
+#: model kept across rounds: another optimal vertex changes the cuts, and the values by up to ~2e-6).
+_FAST = True
+
+try:  # the HiGHS build scipy's linprog(method="highs") runs (a private module: without it, linprog itself)
+    from scipy.optimize._highspy import _core as _scipy_highs
+except ImportError:  # pragma: no cover - scipy without its HiGHS module
+    _scipy_highs = None
+#: linprog's feasibility check of a solution (scipy's _check_result: sqrt(tol) * 10 with tol = 1e-9).
+_FEASIBLE_TOL = math.sqrt(1e-9) * 10
+
+_OPTIONS = []
+
+
+def _core_options():
+    """The options linprog(method="highs", options={"presolve": False}) passes (every other one at HiGHS's default),
+    made once (passOptions copies them)."""
+    if not _OPTIONS:
+        h = _scipy_highs
+        options = h.HighsOptions()
+        options.presolve = "off"
+        options.highs_debug_level = h.HighsDebugLevel.kHighsDebugLevelNone
+        options.log_to_console = False
+        options.output_flag = False
+        options.simplex_strategy = h.simplex_constants.SimplexStrategy.kSimplexStrategyDual
+        _OPTIONS.append(options)
+    return _OPTIONS[0]
+
+
+def _linprog_core(c: np.ndarray, A: np.ndarray, b: np.ndarray):
+    """min c.x subject to A x <= b, 0 <= x <= 1, as ``linprog(c, A_ub=A, b_ub=b, bounds=(0, 1), method="highs",
+    options={"presolve": False})`` solves it (the same HiGHS, model and options): (x, row duals, b - A x), or None
+    where that call would not end with status 0 (the caller then runs linprog itself)."""
+    if _scipy_highs is None:  # pragma: no cover
+        return None
+    h = _scipy_highs
+    n, rows = c.size, b.size
+    # A in compressed columns, as scipy.sparse.csc_array(A) stores it (rows ascending in each column, zeros dropped);
+    # lists: HiGHS's bindings take them faster than numpy arrays
+    nonzero = A.T != 0
+    lp = h.HighsLp()
+    lp.num_col_, lp.num_row_ = n, rows
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n, rows
+    lp.a_matrix_.format_ = h.MatrixFormat.kColwise
+    lp.col_cost_ = c.tolist()
+    lp.col_lower_, lp.col_upper_ = [0.0] * n, [1.0] * n
+    lp.row_lower_, lp.row_upper_ = [-h.kHighsInf] * rows, b.tolist()
+    lp.a_matrix_.start_ = [0] + np.cumsum(np.count_nonzero(nonzero, axis=1)).tolist()
+    lp.a_matrix_.index_ = np.nonzero(nonzero)[1].tolist()
+    lp.a_matrix_.value_ = A.T[nonzero].tolist()
+    highs = h._Highs()
+    if highs.passOptions(_core_options()) == h.HighsStatus.kError or highs.passModel(lp) == h.HighsStatus.kError:
+        return None  # pragma: no cover
+    if highs.run() == h.HighsStatus.kError or highs.getModelStatus() != h.HighsModelStatus.kOptimal:
+        return None
+    solution = highs.getSolution()
+    x = np.array(solution.col_value)
+    residual = b - solution.row_value
+    if (np.isnan(x).any() or np.isnan(residual).any() or np.any(x < -_FEASIBLE_TOL) or np.any(x > 1.0 + _FEASIBLE_TOL)
+            or np.any(residual < -_FEASIBLE_TOL)):
+        return None  # linprog would report status 4 here and try with presolve
+    return x, np.array(solution.row_dual), residual
+
+
+def _bounded_minimum(f, x1: float, x2: float, xatol: float, maxiter: int = 500) -> float:
+    """The x that ``scipy.optimize.minimize_scalar(f, bounds=(x1, x2), method="bounded", options={"xatol": xatol}).x``
+    returns: the same Brent steps as scipy's ``_minimize_scalar_bounded`` (scipy.optimize._optimize, BSD-3-Clause,
+    Copyright (c) 2001-2002 Enthought, Inc. and 2003- SciPy Developers), transcribed to plain floats."""
+    sqrt_eps = math.sqrt(2.2e-16)
+    golden_mean = 0.5 * (3.0 - math.sqrt(5.0))
+    a, b = x1, x2
+    fulc = a + golden_mean * (b - a)
+    nfc, xf = fulc, fulc
+    rat = e = 0.0
+    x = xf
+    fx = float(f(x))
+    num = 1
+    ffulc = fnfc = fx
+    xm = 0.5 * (a + b)
+    tol1 = sqrt_eps * abs(xf) + xatol / 3.0
+    tol2 = 2.0 * tol1
+    while abs(xf - xm) > (tol2 - 0.5 * (b - a)):
+        golden = 1
+        if abs(e) > tol1:  # a parabolic fit
+            golden = 0
+            r = (xf - nfc) * (fx - ffulc)
+            q = (xf - fulc) * (fx - fnfc)
+            p = (xf - fulc) * q - (xf - nfc) * r
+            q = 2.0 * (q - r)
+            if q > 0.0:
+                p = -p
+            q = abs(q)
+            r = e
+            e = rat
+            if abs(p) < abs(0.5 * q * r) and p > q * (a - xf) and p < q * (b - xf):
+                rat = (p + 0.0) / q
+                x = xf + rat
+                if (x - a) < tol2 or (b - x) < tol2:
+                    rat = tol1 * (_sign(xm - xf) + float((xm - xf) == 0))
+            else:
+                golden = 1
+        if golden:  # a golden-section step
+            e = (a - xf) if xf >= xm else (b - xf)
+            rat = golden_mean * e
+        x = xf + (_sign(rat) + float(rat == 0)) * max(abs(rat), tol1)
+        fu = float(f(x))
+        num += 1
+        if fu <= fx:
+            if x >= xf:
+                a = xf
+            else:
+                b = xf
+            fulc, ffulc = nfc, fnfc
+            nfc, fnfc = xf, fx
+            xf, fx = x, fu
+        else:
+            if x < xf:
+                a = x
+            else:
+                b = x
+            if fu <= fnfc or nfc == xf:
+                fulc, ffulc = nfc, fnfc
+                nfc, fnfc = x, fu
+            elif fu <= ffulc or fulc == xf or fulc == nfc:
+                fulc, ffulc = x, fu
+        xm = 0.5 * (a + b)
+        tol1 = sqrt_eps * abs(xf) + xatol / 3.0
+        tol2 = 2.0 * tol1
+        if num >= maxiter:
+            break
+    return xf
+
+
+def _gdp_delta_scalar(eps: float, mu: float) -> float:
+    """``profiles.gdp_delta`` at one finite eps >= 0: the same ufuncs on one float64, the same value bit for bit
+    (tests/stages/bound/test_whole_prior_fast.py checks), at a tenth of the time of a call on an array."""
+    e = np.float64(eps)
+    log_a = special.log_ndtr(-e / mu + mu / 2)
+    log_b = e + special.log_ndtr(-e / mu - mu / 2)
+    return float(np.exp(log_a) * -np.expm1(min(log_b - log_a, 0.0)))
+
+
+def _sign(v: float) -> float:
+    return 1.0 if v > 0 else (-1.0 if v < 0 else 0.0)
 
 
 def _profile_lines(profile: PrivacyProfile) -> tuple[np.ndarray, np.ndarray]:

@@ -1,7 +1,7 @@
 """Benchmark: one audit (stages.bound.audit.audit) against one count bound (theorems.count_bounds) at the audit's
 answer, measured in the same run, at n = 1e3 and 1e5 targets.
 
-    .venv/bin/python tests/benchmarks/bench_audit.py [--repeats 3]
+    .venv/bin/python tests/benchmarks/bench_audit.py [--repeats 3] [--only "whole prior"]
 
 Cells: uniform priors 1/10 (n = 1e3: MMC's count and Theorem 1; n = 1e5: Theorem 1 alone) and the Zipf (1.84, 10
 values) and PII priors given whole (n = 1e3: Theorems 1 and 3), mu-GDP, confidence 0.95, the observed count 0.45 n
@@ -14,6 +14,9 @@ every trial at confidences 0.05 / 0.5 / 0.95 on the game's 1% grid, uniform 1/10
 mu-GDP claimed at 1: Auditor.audit_table (every grid point's bounds at every confidence, bracketing every pair)
 against the same auditor's one-at-a-time ``audit`` per distinct count and confidence (its own memo of grid points),
 with the grid points each computed and whether every answer agrees.
+
+``--only WORDS``: only the cells whose name holds WORDS (e.g. "whole prior": the issue's whole-prior cells at
+n = 1e3), in both parts.
 """
 from __future__ import annotations
 
@@ -56,10 +59,13 @@ def best(f, repeats: int) -> tuple[float, object]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", default="", help="only the cells whose name holds these words")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}")
     print(f"{'cell':32s} {'audit s':>8s} {'count s':>8s} {'ratio':>6s}  theta_hat (theorem)")
     for name, prior, m in cells():
+        if args.only not in name:
+            continue
         t_audit, a = best(lambda: A.audit(m, prior["p"], distributions=prior.get("distributions")), args.repeats)
         t_count, _ = best(lambda: theorems.count_bounds(GaussianDP(a.theta), prior["p"], 0.95,
                                                          distributions=prior.get("distributions")), args.repeats)
@@ -67,6 +73,8 @@ def main() -> int:
     print(f"\n{'per-trial audits, 200 trials':32s} {'table s':>8s} {'single s':>8s} {'ratio':>6s}  points table / single")
     for label, p0 in (("uniform", 0.1), ("zipf", float(ZIPF[0]))):
         for n in (100, 1000):
+            if args.only not in f"{label}, n={n}":
+                continue
             counts = np.random.default_rng(0).binomial(n, p0 + 0.1, size=200)
             make = lambda: A.Auditor(np.full(n, p0), confidences=[0.05, 0.5, 0.95], rtol=1e-2)  # noqa: E731
             table_auditor, single_auditor = make(), make()

@@ -27,7 +27,8 @@ from scipy import integrate, special
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from stages.bound import GaussianDP  # noqa: E402
-from stages.bound import floor as F  # noqa: E402
+from stages.bound import _floor_product as F  # noqa: E402
+from stages.bound import floor  # noqa: E402
 from stages.bound import theorems  # noqa: E402
 from stages.bound.theorems import count_bounds  # noqa: E402
 from stages.bound.whole_prior import Distributions  # noqa: E402
@@ -68,7 +69,7 @@ def baseline_counts(mu: float, dists: Distributions) -> list[int]:
         top = F._top_values(shape, F.MAX_CLASSES)
         rr = [F._randomized_response(F._rr_epsilon(low, m), 0.0, top[: m + 1]) for m in range(1, top.size)]
         succ.append(max([float(shape.p)] + [_per_class_quad(mu, top[: m + 1]) for m in range(1, top.size)] + rr))
-    return F.counts_at(F.low_tail(np.array(succ), dists.counts), LEVELS)
+    return floor.counts_at(F.low_tail(np.array(succ), dists.counts), LEVELS)
 
 
 def main() -> None:
@@ -81,7 +82,7 @@ def main() -> None:
     zipf /= zipf.sum()
     quick = Distributions.of([zipf] * 100)
     profile = GaussianDP(0.26805)
-    t_floor, low = best_of(lambda: F.floor_counts(profile, quick, LEVELS), args.repeats)
+    t_floor, low = best_of(lambda: floor.floor_counts(profile, quick, LEVELS), args.repeats)
     t_bound, (up, _) = best_of(lambda: count_bounds(profile, None, LEVELS, distributions=quick), args.repeats)
     print(f"| quickstart game at eps = 1 (100 Zipf targets) | {t_floor:.3f} s | {t_bound:.2f} s (the default bound) | "
           f"{t_floor / t_bound:.3f}× | {' / '.join(map(str, low))} | bound {' / '.join(str(int(u)) for u in up)} |",
@@ -89,7 +90,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     pii = Distributions.of([rng.dirichlet(np.full(343, 0.05)) for _ in range(200)])
     mu = GaussianDP(1.0)
-    t_new, new = best_of(lambda: F.floor_counts(mu, pii, LEVELS), args.repeats)
+    t_new, new = best_of(lambda: floor.floor_counts(mu, pii, LEVELS), args.repeats)
     t_old, old = best_of(lambda: baseline_counts(1.0, pii), 1)
     # the mixture floor (issue 41) holds the product floor among its components: never below it
     assert all(a >= b for a, b in zip(new, old)), (new, old)

@@ -14,6 +14,11 @@ own (nothing memoised between cases), times in this process:
 
 Prints the median time of each per case, the ratio to riskcal's, and the largest difference of the values from
 riskcal's (ours is rounded up: never below). Times are medians over the cases, each timed once (cold).
+
+Then the whole-prior case of issue 40: ``success_bound(GaussianDP(mu), distribution=z)``, z Zipf over 10 values
+(z_i proportional to 1/i), for 12 mu in [0.5, 2] (a profile of its own each time), with the relaxation's exact fast
+path (``whole_prior._FAST``) on and off: median wall and CPU time per call, and the largest difference of the values
+(0: the fast path gives the same numbers bit for bit).
 """
 from __future__ import annotations
 
@@ -84,10 +89,38 @@ def main() -> int:
         span = "0 (the reference)" if d is None else f"{min(d):.1e} / {max(d):.1e}"
         print(f"| {name} | {1e3 * statistics.median(ts):.3f} | {statistics.median(ts) / base:.1f}x | {span} |")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
+    zipf_table()
     below = [name for name, d in diffs.items() if name != "LP" and min(d) < -1e-12]
     if below:
         print("BELOW riskcal:", below)
     return 1 if below else 0
+
+
+def zipf_table(count: int = 12) -> None:
+    """success_bound on a Zipf prior over 10 values, the relaxation's fast path on and off (alternating per mu)."""
+    z = 1.0 / np.arange(1, 11)
+    z = z / z.sum()
+    wall, cpu, values = {True: [], False: []}, {True: [], False: []}, {True: [], False: []}
+    for i, mu in enumerate(np.linspace(0.5, 2.0, count)):
+        for fast in ((True, False) if i % 2 else (False, True)):
+            W._FAST = fast
+            profile = GaussianDP(float(mu) * (1 + 1e-9 * (1 + fast)))  # nothing memoised between the two
+            start, start_cpu = time.perf_counter(), time.process_time()
+            values[fast].append(success_bound(profile, distribution=z))
+            wall[fast].append(time.perf_counter() - start)
+            cpu[fast].append(time.process_time() - start_cpu)
+    W._FAST = True
+    diff = 0.0
+    for i, mu in enumerate(np.linspace(0.5, 2.0, count)):  # the plain path's profiles again, on the fast path
+        W._CURVES.clear()
+        diff = max(diff, abs(success_bound(GaussianDP(float(mu) * (1 + 1e-9)), distribution=z) - values[False][i]))
+    print(f"\nsuccess_bound(GaussianDP(mu), distribution=Zipf over 10 values), {count} mu in [0.5, 2]; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    print("| whole_prior._FAST | median ms | median CPU ms |")
+    print("|---|---|---|")
+    for fast in (False, True):
+        print(f"| {fast} | {1e3 * statistics.median(wall[fast]):.2f} | {1e3 * statistics.median(cpu[fast]):.2f} |")
+    print(f"largest |fast - plain| at the same mu: {diff:.1e}")
 
 
 if __name__ == "__main__":

@@ -146,7 +146,10 @@ def test_classes_beyond_the_head_merge_into_rest():
 DPSGD_PROFILES = [DPSGD(1.0, 0.01, 100), DPSGD(0.8, 0.05, 1000), DPSGD(1.0, 0.01, 100, neighboring="add_remove")]
 
 
-@pytest.mark.parametrize("profile", DPSGD_PROFILES, ids=repr)
+@pytest.mark.parametrize("profile", [
+    # 1,000 steps: its accountant's curve alone ~8 s, so in the slow tier only (the fast tier samples the others)
+    pytest.param(profile, id=repr(profile), marks=[pytest.mark.slow] if profile.steps >= 1000 else [])
+    for profile in DPSGD_PROFILES])
 @pytest.mark.parametrize("classes", (2, 16))
 def test_randomized_response_meets_any_profile_and_is_nearly_the_largest(profile, classes):
     """rr_epsilon's eps0: randomized response's delta_RR(eps) is at most the (replace-one) profile's delta(eps) at
@@ -220,10 +223,18 @@ def _mixed_binary(n, seed=0):
     return [np.array([a, 1 - a]) for a in p]
 
 
-@pytest.mark.parametrize("profile", [GaussianDP(0.268), GaussianDP(1.0), GaussianDP(2.0), ApproxDP(1.0, 1e-5),
-                                     PureDP(2.0), DPSGD(1.0, 0.01, 100)], ids=repr)
-@pytest.mark.parametrize("priors", ["zipf", "binary", "mixed", "uniform10"])
-@pytest.mark.parametrize("n", (10, 100))
+def _floor_cases():
+    """Every (n, priors, profile). A case of more than a few seconds alone is in the slow tier only, so the fast tier's
+    sample of the test (tests/tiers.py) is drawn among the others: a DP-SGD profile (its accountant's curve, ~7 s) and
+    100 distinct priors (a convolution per column of the mixture: 4-5 s, 25 s under DP-SGD)."""
+    profiles = [GaussianDP(0.268), GaussianDP(1.0), GaussianDP(2.0), ApproxDP(1.0, 1e-5), PureDP(2.0),
+                DPSGD(1.0, 0.01, 100)]
+    return [pytest.param(n, priors, profile, id=f"{n}-{priors}-{profile!r}",
+                         marks=[pytest.mark.slow] if isinstance(profile, DPSGD) or (n, priors) == (100, "mixed") else [])
+            for n in (10, 100) for priors in ("zipf", "binary", "mixed", "uniform10") for profile in profiles]
+
+
+@pytest.mark.parametrize("n, priors, profile", _floor_cases())
 def test_no_count_bound_below_the_floor(profile, priors, n):
     """count_bound's minimum over every theorem (Theorem 4 among them) is never below the floor at 0.05 / 0.5 / 0.95,
     and the floor is never below the prior-only attack's count."""
