@@ -59,8 +59,12 @@ PRIOR_RUN_THEOREM = "whole-prior one-run count (THEORY.md Thm 4)"
 #: 5: faster, the same theorem and certificate (issue 40): a dual simplex (devex pricing) that stalls hands over to a
 #: primal one, rows are added two atoms either side and dropped once they stop binding, the window starts 20 counts
 #: (not 100) below, and the count search interpolates the dual's optimum with a bounded step; the same counts on
-#: every case measured, tails may differ in the last digits (the grid is refined along another path).
-PRIOR_RUN_VERSION = 5
+#: every case measured, tails may differ in the last digits (the grid is refined along another path);
+#: 6: with groups, single-count blocks reach at most _NEAR_MAX counts from c (2 sqrt(n) with one group; the same
+#: layout at n <= 300), and a decision's rounds stop (or refine the grid) once _STALL_ROUNDS rounds moved neither the
+#: certificate nor the dual's optimum by _STALL_GAIN of the target: n = 10^4 targets sharing 10 Zipf priors 89-458 s
+#: -> 14 s, 10^5 minutes -> 2.5 s; the same counts at n <= 1000 on every case measured, 8945 -> 8942 at 10^4 (0.95).
+PRIOR_RUN_VERSION = 6
 #: Theorem 4's LP keeps at most this many groups of targets by default (runs of distinct priors of similar p, each group's
 #: lemma averaged over its targets): more groups see more of how the priors differ, and cost more (``groups``).
 MAX_GROUPS = 2
@@ -81,6 +85,12 @@ _MAX_KINKS = 3000
 _SLOPE_LOW = 1e-6
 #: Rounds (solve, rebuild the certificate, add the rows that break) at one count before it stops with its best bound.
 _MAX_ROUNDS = 60
+#: A decision's rounds count as converged once _STALL_ROUNDS rounds in a row moved neither the certified bound down nor
+#: the dual's optimum up to the target by more than _STALL_GAIN times the target (``PriorRun._round``; three times as
+#: many rounds while that optimum is below the target): the rows that still break then change the bound in its last
+#: digits only, and a count had spent up to _MAX_ROUNDS rounds there.
+_STALL_ROUNDS = 8
+_STALL_GAIN = 1e-3
 #: A threshold row is added where the solution's X_j exceeds the exact top-y_j moment by more than this (relative).
 _ROW_TOL = 1e-7
 #: The count window starts this fraction of n (at least _WINDOW_MIN counts) below the first count asked, and doubles
@@ -99,6 +109,8 @@ _SECANT_REACH = 8
 _BLOCK_NEAR = 2.0
 _BLOCK_GROWTH = 0.25
 _BLOCK_FROM = 300
+#: With several groups, the counts that are their own blocks reach no farther than _NEAR_MAX from c (``_near``).
+_NEAR_MAX = 20
 #: The first round at a count deletes the generated rows that bound in none of the last _PRUNE_AGE solves (0: none):
 #: the simplex's cost per iteration grows with the rows, and most rows of a search's earlier counts no longer bind.
 _PRUNE_AGE = 3
@@ -242,6 +254,9 @@ class _CountState:
     value: float = math.nan
     rounds: int = 0
     done: bool = False
+    #: (bound, lower) at the last round that moved either by more than _STALL_GAIN of the target, and that round
+    mark: tuple = (math.inf, -math.inf)
+    since: int = 0
 
 
 class PriorRun:
@@ -321,7 +336,7 @@ class PriorRun:
             state.done = True
         decided = lambda: target is not None and (state.bound <= target or state.lower > target * (1.0 + _ABOVE))
         while not state.done and not decided():
-            self._round(c, state)
+            self._round(c, state, target)
         return float(min(1.0, max(0.0, state.bound)))
 
     def estimate(self, c: int, target: float) -> float:
@@ -334,9 +349,11 @@ class PriorRun:
             return bound
         return float(state.value)
 
-    def _round(self, c: int, state: _CountState) -> None:
+    def _round(self, c: int, state: _CountState, target: float | None = None) -> None:
         """One round at c: solve the dual, keep the best certified bound, add the rows it breaks, and widen the window
-        of counts (a new model with the same rows) when the dual puts mass on its lowest count."""
+        of counts (a new model with the same rows) when the dual puts mass on its lowest count. With ``target``, rows
+        that still break but moved neither the bound nor the dual's optimum by _STALL_GAIN of the target in
+        _STALL_ROUNDS rounds count as none: the grid is refined (or the window widened), else the count stops."""
         dual = self._window(c)
         if not state.rounds and _PRUNE_AGE:
             dual.prune(_PRUNE_AGE)  # rows other counts generated that have not bound for a while
@@ -351,12 +368,24 @@ class PriorRun:
         if optimal:  # a lower bound on the dual with these atoms and window (so with any subset of its rows)
             state.lower = max(state.lower, objective)
             state.value = objective
-        added = dual.refine(x)
+        rows = dual.refine(x)
+        stalled = False
+        if target is not None:
+            gain = _STALL_GAIN * target
+            # the dual's optimum rising above the target is no progress: it decides "above" only past _ABOVE
+            if state.bound < state.mark[0] - gain or target >= state.lower > state.mark[1] + gain:
+                state.mark, state.since = (state.bound, state.lower), state.rounds
+            # where the dual's optimum is still below the target the certificate may yet reach it: three times longer
+            stalled = state.rounds - state.since >= _STALL_ROUNDS * (1 if state.lower > target else 3)
+        added = rows and not stalled
         if not added and dual.edge(x) > _EDGE and dual.a > 1:
             self._below *= 2  # the next round's window reaches twice as far below
             added = True
+            state.mark, state.since = (state.bound, -math.inf), state.rounds
         elif not added:
             added = self._refine(dual, x)
+            if added:
+                state.mark, state.since = (state.bound, -math.inf), state.rounds
         if added and not dual.rows_only:
             for st in self._state.values():
                 st.lower = -math.inf  # optima of a smaller dual
@@ -387,7 +416,8 @@ class PriorRun:
         a = max(1, c - self._below)
         wider = self._dual is not None and self._dual.a > a
         a = a if self._dual is None or wider else self._dual.a
-        starts = _layout(self.n, a, c)
+        near = _near(self.n, self.sizes.size)
+        starts = _layout(self.n, a, c) if near is None else _layout(self.n, a, c, near)
         if self._dual is None or wider or not np.array_equal(self._dual.starts, starts):
             rows = None if self._dual is None else self._dual.rows()
             self._dual = _Dual(self.sizes, self.atoms, self.gstar, a, rows, starts)
@@ -398,13 +428,23 @@ class PriorRun:
         return self._dual
 
 
-def _layout(n: int, a: int, c: int) -> np.ndarray:
-    """The first counts of the blocks that cut the window [a, n] (Corollary 9.3): one count each within
-    _BLOCK_NEAR sqrt(n) of c, then blocks whose width grows by rho per count of distance beyond, rho =
+def _near(n: int, groups: int) -> int | None:
+    """How far from c ``_layout`` keeps every count its own block: its default (None), ceil(_BLOCK_NEAR sqrt(n)), with
+    one group, else no farther than _NEAR_MAX (the same layout at n <= 300, where every block is one count). With
+    groups the dual's rows and solves grow fast with the blocks (10 Zipf priors, n = 10^4: ~460 blocks by default,
+    89 s a call; ~100 blocks, 14 s, the same counts); single counts next to c are what its value needs (blocks of
+    1-2 counts there cost 3-4 counts at n = 2000), more of them did not help where measured."""
+    default = int(math.ceil(_BLOCK_NEAR * math.sqrt(n)))
+    return None if groups <= 1 or default <= _NEAR_MAX else _NEAR_MAX
+
+
+def _layout(n: int, a: int, c: int, near: int | None = None) -> np.ndarray:
+    """The first counts of the blocks that cut the window [a, n] (Corollary 9.3): one count each within ``near``
+    (by default _BLOCK_NEAR sqrt(n)) of c, then blocks whose width grows by rho per count of distance beyond, rho =
     _BLOCK_GROWTH (1 - _BLOCK_FROM / n)_+ (0, every count its own block, at n <= _BLOCK_FROM: the exact dual; then
     growing smoothly with n). c starts a block."""
     rho = _BLOCK_GROWTH * max(0.0, 1.0 - _BLOCK_FROM / n)
-    near = int(math.ceil(_BLOCK_NEAR * math.sqrt(n)))
+    near = int(math.ceil(_BLOCK_NEAR * math.sqrt(n))) if near is None else int(near)
     c = min(max(int(c), a), n)
     starts = list(range(max(a, c - near), min(n, c + near) + 1))
     j = c + near + 1

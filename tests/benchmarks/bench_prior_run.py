@@ -18,6 +18,11 @@ Rows, each timed best of --repeats (seconds) with the counts at the confidences 
 
 The ratio is version 2's time / the current version's (exact dual / count blocks in the --large rows).
 
+With --family N [N ...], the current version alone on tests/benchmarks/bench_whole_prior.py's case through
+``count_bounds`` (the whole call's time, Theorem 4 searched below the other theorems' counts, default groups): N targets
+sharing 10 Zipf priors (exponents 1.0, 1.1, ..., 1.9; target i has shape i % 10) at mu = 1, 0.05 / 0.5 / 0.95, with
+Theorem 3's counts; --groups sets Theorem 4's groups (two by default: ``_near`` keeps its LPs small above n = 1024).
+
 With --issue, the current version alone on issue 40's cases, through ``count_bounds`` (Theorem 4 searched below the
 other theorems' counts, as the default does; the time is the whole call's): 100 targets each with its own prior
 (Dirichlet(1) over 10 values, seed 0) at mu = 1, 0.05 / 0.5 / 0.95; the PII prior, n = 1000, 0.5 / 0.95; priors
@@ -91,6 +96,27 @@ def issue(repeats: int) -> None:
               f"{' / '.join(map(str, counts))} |", flush=True)
 
 
+def family(sizes, repeats: int, groups: int) -> None:
+    from stages.bound import theorems, whole_prior
+    from stages.bound.whole_prior import WHOLE_PRIOR_THEOREM
+    zipf = [np.arange(1, 11.0) ** -s for s in np.arange(1.0, 2.0, 0.1)]
+    zipf = [w / w.sum() for w in zipf]
+    print(f"| n (10 Zipf priors, mu = 1, {groups} groups, version {new.PRIOR_RUN_VERSION}) | time | Theorem 4 | "
+          f"Theorem 3 |")
+    print("|---|---|---|---|")
+    for n in sizes:
+        dists = Distributions.of(np.array([zipf[i % 10] for i in range(n)]))
+
+        def call():
+            theorems._COUNTS_MEMO.clear()
+            whole_prior._CURVES.clear()
+            return theorems.count_bounds(GaussianDP(1.0), None, [0.05, 0.5, 0.95], distributions=dists, groups=groups)
+
+        t, (_, by) = timed(call, repeats)
+        print(f"| {n:,} | {t:.2f} s | {' / '.join(map(str, by[new.PRIOR_RUN_THEOREM]))} | "
+              f"{' / '.join(map(str, by[WHOLE_PRIOR_THEOREM]))} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 200])
@@ -98,11 +124,17 @@ def main() -> None:
     parser.add_argument("--large", type=int, nargs="*", default=[])
     parser.add_argument("--no-baseline", action="store_true", help="time the current version only")
     parser.add_argument("--issue", action="store_true", help="time issue 40's cases through count_bounds only")
+    parser.add_argument("--family", type=int, nargs="+", default=[],
+                        help="time count_bounds on n targets sharing 10 Zipf priors at these n only")
+    parser.add_argument("--groups", type=int, default=new.MAX_GROUPS, help="Theorem 4's groups in the --family rows")
     parser.add_argument("--exact-up-to", type=int, default=2000,
                         help="in the --large rows, also time the exact dual (no count blocks) up to this n")
     args = parser.parse_args()
     if args.issue:
         issue(args.repeats)
+        return
+    if args.family:
+        family(args.family, args.repeats, args.groups)
         return
     v = new.PRIOR_RUN_VERSION
     print(f"| case | version 2 | version {v} | v2 / v{v} | counts v2 | counts v{v} |")

@@ -189,7 +189,7 @@ def test_pipeline_records_the_theorem_used(compose_config, metric, k, set_valued
                                         "whole-prior theorem (THEORY.md Thm 3)",
                                         "MMC one-run count (ICML 2025 Thm 3.2)",
                                         "whole-prior one-run count (THEORY.md Thm 4)"]
-        assert record["whole_prior_version"] == W.WHOLE_PRIOR_VERSION == 3 and record["prior_run_version"] == R.PRIOR_RUN_VERSION == 5
+        assert record["whole_prior_version"] == W.WHOLE_PRIOR_VERSION == 3 and record["prior_run_version"] == R.PRIOR_RUN_VERSION == 6
         winners = set(record["by_confidence"].values())
         assert winners <= set(record["candidates"])
         assert record["theorem"] == (winners.pop() if len(winners) == 1 else record["theorem"])
