@@ -416,8 +416,7 @@ class PriorRun:
         a = max(1, c - self._below)
         wider = self._dual is not None and self._dual.a > a
         a = a if self._dual is None or wider else self._dual.a
-        near = _near(self.n, self.sizes.size)
-        starts = _layout(self.n, a, c) if near is None else _layout(self.n, a, c, near)
+        starts = _layout(self.n, a, c, _near(self.n, self.sizes.size))
         if self._dual is None or wider or not np.array_equal(self._dual.starts, starts):
             rows = None if self._dual is None else self._dual.rows()
             self._dual = _Dual(self.sizes, self.atoms, self.gstar, a, rows, starts)

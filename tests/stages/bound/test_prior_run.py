@@ -428,7 +428,7 @@ def _random_layout(rng, n, c, widths):
         j += int(rng.choice(widths))
         if starts[-1] < c < j:
             j = c
-    return lambda n_, a, c_: np.asarray([s for s in starts if s >= a] if a in starts else [a] + [s for s in starts
+    return lambda n_, a, c_, near=None: np.asarray([s for s in starts if s >= a] if a in starts else [a] + [s for s in starts
                                                                                                if s > a])
 
 
@@ -506,7 +506,7 @@ def test_count_blocks_never_below_the_exact_lp_with_groups(monkeypatch, seed):
 def test_count_blocks_never_below_the_exact_worst_case(monkeypatch):
     """Blocks of two counts on the oracle's exact cases with n >= 2 (one group and one per target): never below the
     LP over all mechanisms."""
-    monkeypatch.setattr(R, "_layout", lambda n, a, c: np.unique(np.r_[np.arange(a, n + 1, 2), c]))
+    monkeypatch.setattr(R, "_layout", lambda n, a, c, near=None: np.unique(np.r_[np.arange(a, n + 1, 2), c]))
     cases = [case for case in EXACT if case["n"] >= 2]
     assert len(cases) >= 50
     for case in cases:
@@ -539,7 +539,7 @@ def test_count_blocks_cost_no_count_above_300_targets(monkeypatch):
     blocked = {n: R.prior_run_counts(GaussianDP(1.0), _pii(n), targets) for n in (300, 301, 500, 501)}
     for n in (300, 500):
         assert all(0 <= b - a <= 2 for a, b in zip(blocked[n], blocked[n + 1])), (n, blocked)
-    monkeypatch.setattr(R, "_layout", lambda n, a, c: np.arange(a, n + 1))
+    monkeypatch.setattr(R, "_layout", lambda n, a, c, near=None: np.arange(a, n + 1))
     exact = R.prior_run_counts(GaussianDP(1.0), _pii(500), targets)
     assert all(0 <= b - a <= 1 for a, b in zip(exact, blocked[500])), (exact, blocked[500])
 
