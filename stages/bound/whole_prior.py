@@ -50,6 +50,7 @@ from . import _solve, _validate, envelope
 from .priors import _EXACT_TOP, MAX_SHAPES, Distributions, PriorShape, _shape_unchecked, prior_shape  # noqa: F401
 from .priors import SHAPE_MAX_GROUPS as MAX_GROUPS  # noqa: F401
 from .profiles import GaussianDP, PrivacyProfile
+from .profiles import gdp_delta_scalar as _gdp_delta_scalar
 
 __all__ = ["PriorShape", "prior_shape", "Distributions", "ExcessCurve", "excess_curve", "whole_prior_success",
            "WHOLE_PRIOR_THEOREM", "WHOLE_PRIOR_VERSION"]
@@ -462,15 +463,6 @@ def _bounded_minimum(f, x1: float, x2: float, xatol: float, maxiter: int = 500) 
         if num >= maxiter:
             break
     return xf
-
-
-def _gdp_delta_scalar(eps: float, mu: float) -> float:
-    """``profiles.gdp_delta`` at one finite eps >= 0: the same ufuncs on one float64, the same value bit for bit
-    (tests/stages/bound/test_whole_prior_fast.py checks), at a tenth of the time of a call on an array."""
-    e = np.float64(eps)
-    log_a = special.log_ndtr(-e / mu + mu / 2)
-    log_b = e + special.log_ndtr(-e / mu - mu / 2)
-    return float(np.exp(log_a) * -np.expm1(min(log_b - log_a, 0.0)))
 
 
 def _sign(v: float) -> float:
