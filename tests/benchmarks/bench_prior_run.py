@@ -155,7 +155,7 @@ def main() -> None:
             t0, c0 = np.nan, ["-"]
             if n <= args.exact_up_to:
                 layout = new._layout
-                new._layout = lambda m, a, c_: np.arange(a, m + 1)  # every count its own block
+                new._layout = lambda m, a, c_, near=None: np.arange(a, m + 1)  # every count its own block
                 try:
                     t0, c0 = timed(fn, args.repeats)
                 finally:
