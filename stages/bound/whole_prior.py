@@ -49,8 +49,7 @@ from . import _solve, _validate, envelope
 # each target's whole prior, grouped, lives in priors; re-exported here (floor reads _EXACT_TOP, tests _shape_unchecked)
 from .priors import _EXACT_TOP, MAX_SHAPES, Distributions, PriorShape, _shape_unchecked, prior_shape  # noqa: F401
 from .priors import SHAPE_MAX_GROUPS as MAX_GROUPS  # noqa: F401
-from .profiles import GaussianDP, PrivacyProfile
-from .profiles import gdp_delta_scalar as _gdp_delta_scalar
+from .profiles import PrivacyProfile
 
 __all__ = ["PriorShape", "prior_shape", "Distributions", "ExcessCurve", "excess_curve", "whole_prior_success",
            "WHOLE_PRIOR_THEOREM", "WHOLE_PRIOR_VERSION"]
@@ -302,13 +301,8 @@ class ExcessCurve:
         if not hi > lo:
             return False
         profile = self.profile
-        if _FAST and type(profile).delta is PrivacyProfile.delta and type(profile)._delta is GaussianDP._delta:
-            mu = float(profile.mu)
-            exact = lambda e: min(max(_gdp_delta_scalar(e, mu), 0.0), 1.0)  # profile.delta(e), bit for bit
-        else:
-            exact = lambda e: float(profile.delta(e))
         def delta(e: float) -> float:
-            d = exact(e)
+            d = float(profile.delta(float(e)))
             return max(d, _DELTA_FLOOR if d > 0 else 0.0)
         if family == 0:
             height = lambda e: math.exp(-e) * (P - delta(e))
@@ -331,9 +325,10 @@ class ExcessCurve:
 
 #: The exact fast paths of the one-target relaxation (False: scipy's linprog and minimize_scalar, for
 #: tests/stages/bound/test_whole_prior_fast.py to compare against): each round's LP handed to the HiGHS that scipy's
-#: linprog runs, without linprog's wrapper; the tangent's bounded search run in plain floats, mu-GDP's delta there on
-#: one float. Each takes the same steps on the same numbers, so the values are the same bit for bit (not a warm-started
-#: model kept across rounds: another optimal vertex changes the cuts, and the values by up to ~2e-6).
+#: linprog runs, without linprog's wrapper; the tangent's bounded search run in plain floats (mu-GDP's delta on one
+#: float is GaussianDP._delta_one). Each takes the same steps on the same numbers, so the values are the same bit for
+#: bit (not a warm-started model kept across rounds: another optimal vertex changes the cuts, and the values by up to
+#: ~2e-6).
 _FAST = True
 
 try:  # the HiGHS build scipy's linprog(method="highs") runs (a private module: without it, linprog itself)

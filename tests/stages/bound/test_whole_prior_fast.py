@@ -13,7 +13,7 @@ from scipy import optimize
 import lp_oracle as L
 from stages.bound import success_bound
 from stages.bound import whole_prior as W
-from stages.bound.profiles import DPSGD, ApproxDP, GaussianDP, PureDP, gdp_delta
+from stages.bound.profiles import DPSGD, ApproxDP, ComposedGaussian, GaussianDP, PureDP, gdp_delta, gdp_delta_scalar
 
 #: How far a certified value may sit below the exact LP optimum (as in test_whole_prior_vs_oracle.py).
 TOL = 1e-7
@@ -95,12 +95,19 @@ def test_bounded_minimum_equals_minimize_scalar():
             assert W._bounded_minimum(f, lo, hi, 1e-10) == float(ref)
 
 
-def test_gdp_delta_scalar_equals_gdp_delta():
+def test_gdp_delta_on_one_float_equals_the_array_call():
+    """GaussianDP.delta on one float (gdp_delta_scalar, the tangent search's call) is the array call's value bit for
+    bit, for ComposedGaussian too, and at eps = inf."""
     rng = np.random.default_rng(11)
     for mu in (0.05, 0.5, 1.0, 3.0, 8.0):
-        eps = np.concatenate([rng.uniform(0.0, 20.0, 400), rng.uniform(0.0, 1e-3, 50), [0.0, 20.0]])
-        ref = gdp_delta(eps, mu)
-        assert all(W._gdp_delta_scalar(float(e), mu) == r for e, r in zip(eps, ref))
+        eps = np.concatenate([rng.uniform(0.0, 20.0, 400), rng.uniform(0.0, 1e-3, 50), [0.0, 20.0, np.inf]])
+        ref = np.clip(gdp_delta(eps, mu), 0.0, 1.0)
+        for profile in (GaussianDP(mu), ComposedGaussian(noise_multiplier=1.0 / mu)):
+            assert profile.mu == pytest.approx(mu, rel=1e-15)
+            ref_p = np.clip(gdp_delta(eps, profile.mu), 0.0, 1.0)
+            assert all(profile.delta(float(e)) == r for e, r in zip(eps, ref_p))
+            assert np.array_equal(profile.delta(eps), ref_p)
+        assert all(gdp_delta_scalar(float(e), mu) == r for e, r in zip(eps[:-1], ref[:-1]))
 
 
 @pytest.mark.parametrize("eps,delta", [(0.5, 1e-3), (1.5, 0.0)])
