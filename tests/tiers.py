@@ -15,6 +15,8 @@ SAMPLED = {
     "tests/stages/bound/test_expected_whole_prior.py::test_a_prior_per_trial_never_below_a_certified_mechanisms_mixture": 1,
     "tests/stages/bound/test_floor.py::test_no_count_bound_below_the_floor": 1,
     "tests/stages/bound/test_floor.py::test_randomized_response_meets_any_profile_and_is_nearly_the_largest": 1,
+    "tests/stages/bound/test_marginal_run.py::test_never_below_the_exact_worst_case": 3,
+    "tests/stages/bound/test_marginal_run.py::test_never_below_the_exact_worst_case_on_fresh_priors": 3,
     "tests/stages/bound/test_mmc_vs_oracle.py::test_mmc_holds_for_priors_with_max_at_most_one_over_k": 27,
     "tests/stages/bound/test_mmc_vs_oracle.py::test_mmc_never_below_the_exact_worst_case": 42,
     "tests/stages/bound/test_mmc_vs_oracle.py::test_mmc_with_abstentions_never_below_the_adaptive_worst_case": 25,

@@ -53,6 +53,25 @@ class Model:
                         R.indptr[:-1].astype(np.int32), R.indices.astype(np.int32), R.data.astype(float))
         self.num_row += R.shape[0]
 
+    def add_cols(self, cost, col_lower, col_upper) -> None:
+        """Append empty columns (their entries come with the rows added after) with their costs and bounds."""
+        cost = np.asarray(cost, dtype=float)
+        if cost.size == 0:
+            return
+        self._h.addCols(cost.size, cost, np.asarray(col_lower, dtype=float), np.asarray(col_upper, dtype=float), 0,
+                        np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=float))
+        self.num_col += cost.size
+
+    def set_cost(self, cost) -> None:
+        """Every column's cost (the basis is kept: the next solve is warm)."""
+        cost = np.asarray(cost, dtype=float)
+        self._h.changeColsCost(cost.size, np.arange(cost.size, dtype=np.int32), cost)
+
+    def row_duals(self) -> np.ndarray | None:
+        """The last solve's row duals (HiGHS's sign convention for the minimisation), or None without them."""
+        solution = self._h.getSolution()
+        return np.asarray(solution.row_dual) if solution.dual_valid else None
+
     def basic_rows(self) -> np.ndarray | None:
         """Whether each row's slack is basic in the last solve's basis (the row is not binding), or None without a valid
         basis."""
@@ -73,13 +92,15 @@ class Model:
         rows = np.asarray(rows, dtype=np.int32)
         self._h.changeRowsBounds(rows.size, rows, np.asarray(lower, dtype=float), np.asarray(upper, dtype=float))
 
-    def solve(self):
-        """(optimal, x, objective): whether HiGHS ended optimal (a warm dual simplex within STALL iterations per row
-        and column, else a cold primal simplex, else a cold dual one), its column values (None when it has none) and
-        its objective (meaningful when optimal)."""
+    def solve(self, primal: bool = False):
+        """(optimal, x, objective): whether HiGHS ended optimal (a warm dual simplex, or with ``primal`` a warm primal
+        one, within STALL iterations per row and column, else a cold primal simplex, else a cold dual one), its column
+        values (None when it has none) and its objective (meaningful when optimal)."""
         stall = max(_STALL_MIN, int(STALL * (self.num_row + self.num_col)))
         self.iterations = 0
         tries = ((1, min(stall, self._limit)), (4, self._limit), (1, self._limit))  # (simplex strategy, iterations)
+        if primal:  # after a change of the costs the last basis is still primal feasible: a warm primal simplex first
+            tries = ((4, min(stall, self._limit)),) + tries[1:]
         for attempt, (strategy, limit) in enumerate(tries):
             if attempt:
                 self._h.clearSolver()  # a cold start from the slack basis

@@ -35,7 +35,7 @@ from .profiles import PrivacyProfile
 from .whole_prior import Distributions
 
 __all__ = ["DESIGNATED_RUN_THEOREM", "DESIGNATED_RUN_VERSION", "DESIGNATED_RUN_MAX_TARGETS", "DesignatedRun",
-           "designated_run_tail", "designated_run_counts", "check_designated"]
+           "designated_run_tail", "designated_run_counts", "check_designated", "lemma5_conjugate"]
 
 DESIGNATED_RUN_THEOREM = "one-run count with the law of the likeliest values (THEORY.md Thm 5)"
 DESIGNATED_RUN_VERSION = 3
@@ -72,6 +72,29 @@ def _theta_grid() -> np.ndarray:
     th4 = np.stack([s, s, np.ones_like(s), np.ones_like(s)], axis=1)
     th = np.concatenate([th, th4])
     return th / th.max(axis=1, keepdims=True)
+
+
+def lemma5_conjugate(conj: Conjugate, shapes, counts, theta: np.ndarray) -> np.ndarray:
+    """sum_i Psi_i(theta) for thetas (K, 4) = (s1, s0, l1, l0): the conjugate of Lemma 5' (THEORY.md section 10)
+    summed over the targets (``shapes[g]`` the prior of ``counts[g]`` of them), an upper bound (``conj.psi`` is);
+    Theorems 5 and 6 read their cuts' right-hand sides here."""
+    theta = np.atleast_2d(theta)
+    s1, s0, l1, l0 = (theta[:, k][:, None] for k in range(4))
+    out = np.zeros(theta.shape[0])
+    for sh, cnt in zip(shapes, counts):
+        p = float(sh.p)
+        # the likeliest value: gain s1 p a, cost l0 (1 - p) g(a)
+        val = conj.psi(s1 * p, l0 * (1.0 - p))[:, 0]
+        # every other value x (the top's other copies included): gain s0 pi_x a, cost (l1 p + l0 (1 - p - pi_x)) g(a)
+        probs, mult = np.asarray(sh.probs, float), np.asarray(sh.mult, float).copy()
+        mult[0] -= 1.0
+        use = (mult > 0) & (probs > 0)
+        if use.any():
+            px, mx = probs[use][None, :], mult[use]
+            cost = np.maximum(l1 * p + l0 * (1.0 - p - px), 0.0)
+            val = val + conj.psi(s0 * px, cost) @ mx
+        out += cnt * val
+    return out
 
 
 class DesignatedRun:
@@ -112,24 +135,8 @@ class DesignatedRun:
 
     # ---- the conjugate of Lemma 5', summed over the targets
     def rhs(self, theta: np.ndarray) -> np.ndarray:
-        """sum_i Psi_i(theta) for thetas (K, 4) = (s1, s0, l1, l0)."""
-        theta = np.atleast_2d(theta)
-        s1, s0, l1, l0 = (theta[:, k][:, None] for k in range(4))
-        out = np.zeros(theta.shape[0])
-        for sh, cnt in zip(self.shapes, self.counts):
-            p = float(sh.p)
-            # the likeliest value: gain s1 p a, cost l0 (1 - p) g(a)
-            val = self.conj.psi(s1 * p, l0 * (1.0 - p))[:, 0]
-            # every other value x (the top's other copies included): gain s0 pi_x a, cost (l1 p + l0 (1 - p - pi_x)) g(a)
-            probs, mult = np.asarray(sh.probs, float), np.asarray(sh.mult, float).copy()
-            mult[0] -= 1.0
-            use = (mult > 0) & (probs > 0)
-            if use.any():
-                px, mx = probs[use][None, :], mult[use]
-                cost = np.maximum(l1 * p + l0 * (1.0 - p - px), 0.0)
-                val = val + self.conj.psi(s0 * px, cost) @ mx
-            out += cnt * val
-        return out
+        """sum_i Psi_i(theta) for thetas (K, 4) = (s1, s0, l1, l0) (``lemma5_conjugate``)."""
+        return lemma5_conjugate(self.conj, self.shapes, self.counts, theta)
 
     # ---- the LP's fixed part and the maps from its variables (A, B, the states below) to each w's four counts
     def _build(self) -> None:

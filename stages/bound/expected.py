@@ -41,8 +41,8 @@ class ExpectedBound:
     mixes_trials = True
 
     def __init__(self, designated: bool = False, groups: int = MAX_GROUPS) -> None:
-        """``designated``: with one prior shared by every trial, add Theorem 5 (THEORY.md section 10, a bound on every
-        trial) to the minimum; ~100 s a count at 100 targets, so off by default (a prior per trial: not offered).
+        """``designated``: with one prior shared by every trial, add Theorems 5 and 6 (THEORY.md section 10, a bound on
+        every trial) to the minimum; seconds to minutes a count, so off by default (a prior per trial: not offered).
         ``groups``: Theorem 4's most groups of targets (more: tighter on priors that differ, and slower)."""
         self.designated = check_designated(designated)
         self.groups = check_groups(groups)

@@ -34,9 +34,10 @@ class OneRunBound:
     name = "one_run"
 
     def __init__(self, designated: bool = False, groups: int = MAX_GROUPS) -> None:
-        """``designated``: add Theorem 5 (Theorem 4 with the law of the likeliest values, THEORY.md section 10) to the
-        minimum where it applies (one exact guess, each target's prior known, n <= designated_run.DESIGNATED_RUN_MAX_TARGETS = 200); tighter on skewed priors,
-        ~100 s a count at n = 100, so off by default. ``groups``: Theorem 4 keeps at most this many groups of targets
+        """``designated``: add Theorems 5 and 6 (Theorem 4 with the law of the likeliest values, THEORY.md section 10)
+        to the minimum where they apply (one exact guess, each target's prior known; Theorem 5 up to
+        designated_run.DESIGNATED_RUN_MAX_TARGETS = 200 targets, Theorem 6 at any n); tighter on skewed priors, seconds
+        to minutes a count, so off by default. ``groups``: Theorem 4 keeps at most this many groups of targets
         with their own constraints; on priors that differ (the tabular games) more are tighter and slower."""
         self.designated = check_designated(designated)
         self.groups = check_groups(groups)

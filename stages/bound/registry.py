@@ -32,7 +32,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import _validate, designated_run, prior_run, prior_work, whole_prior
+from . import _validate, designated_run, marginal_run, prior_run, prior_work, whole_prior
 from .priors import Distributions, Priors, pure_tail
 from .profiles import ApproxDP, PrivacyProfile, pure_epsilon_of
 from .search import (ExpectedRun, OneRun, WholePriorRun, count_search, expected_whole_prior_counts,
@@ -42,7 +42,7 @@ __all__ = ["Setting", "Theorem", "Registry", "Minimum", "REGISTRY", "ANY", "mmc_
            "variant_codes", "SPLIT_THEOREM_VERSION", "Z_STAR", "SET_VALUED_WEIGHTS", "AVERAGED", "VARIANTS",
            "MMC_MAX_TARGETS",
            "EXPECTED", "PURE", "SPLIT", "WHOLE_PRIOR", "EXPECTED_WHOLE_PRIOR", "MMC", "PRIOR_RUN",
-           "EXPECTED_PRIOR_RUN", "DESIGNATED_RUN"]
+           "EXPECTED_PRIOR_RUN", "DESIGNATED_RUN", "MARGINAL_RUN"]
 
 #: What the boxes add to a theorem's name (composed, never a second name): the a-priori guesses z* the one-release
 #: theorems read, the split theorem's set-valued weights, the average over the trials.
@@ -449,7 +449,7 @@ def _theorem_5_cap(s: Setting) -> str | None:
 
 
 def _asked(s: Setting) -> str | None:
-    return None if s.designated else "not asked for (designated=True adds it: ~100 s a count at n = 100)"
+    return None if s.designated else "not asked for (designated=True adds Theorems 5 and 6: seconds to minutes a count)"
 
 
 def _two_values(s: Setting) -> str | None:
@@ -602,6 +602,14 @@ def _designated_counts(s: Setting, confs: np.ndarray, hint=None) -> list[int]:
     return designated_run.designated_run_counts(s.profile, s.distributions, 1.0 - confs, hint)
 
 
+def _marginal_tail(s: Setting, v: int, **_) -> tuple:
+    return marginal_run.marginal_run_tail(s.profile, s.distributions, v), math.nan, 0.0
+
+
+def _marginal_counts(s: Setting, confs: np.ndarray, hint=None) -> list[int]:
+    return marginal_run.marginal_run_counts(s.profile, s.distributions, 1.0 - confs, hint)
+
+
 def _expected_tail(s: Setting, v: int, eps=None, **_) -> tuple:
     """Theorem 2's value, eps and standard error (Theorem 3.1 averaged for an eps-DP profile)."""
     pure = s.pure
@@ -725,12 +733,19 @@ DESIGNATED_RUN = Theorem(
     applies=_first(_asked, _exact_guess, _needs_whole_prior, _known(_theorem_5_cap, "distributions")),
     tail=_designated_tail, counts=_designated_counts, skips=_NOT_BELOW_T3, hinted=True,
     version_of=lambda: designated_run.DESIGNATED_RUN_VERSION, version_key="designated_run")
+MARGINAL_RUN = Theorem(
+    name=marginal_run.MARGINAL_RUN_THEOREM, short="T6", theory="Thm 6 (§10)", paper="—",
+    code="`marginal_run.py`",
+    needs="asked for (`designated=True`); one exact guess; each target's whole prior; any n",
+    applies=_first(_asked, _exact_guess, _needs_whole_prior),
+    tail=_marginal_tail, counts=_marginal_counts, skips=_NOT_BELOW_T3, hinted=True,
+    version_of=lambda: marginal_run.MARGINAL_RUN_VERSION, version_key="marginal_run")
 
 #: Every theorem, in the order of every minimum. The families never meet out of order: Theorem 2 before the theorems
 #: of one release (it wins their ties over the trials, as before), and count_bounds' order (Theorem 3.1 or 1, 3, MMC,
-#: 4, 5) and expected_count_bounds' (2, then those, or Corollaries 3.1 and 4.1) kept.
+#: 4, 5, 6) and expected_count_bounds' (2, then those, or Corollaries 3.1 and 4.1) kept.
 REGISTRY = Registry((EXPECTED, PURE, SPLIT, WHOLE_PRIOR, EXPECTED_WHOLE_PRIOR, MMC, PRIOR_RUN, EXPECTED_PRIOR_RUN,
-                     DESIGNATED_RUN))
+                     DESIGNATED_RUN, MARGINAL_RUN))
 
 
 def numbering_table() -> str:

@@ -298,13 +298,13 @@ def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: 
     stages/bound/MMC_CHECK.md; up to MMC_MAX_TARGETS guessed targets), and with ``distributions`` for one exact guess
     Theorem 4 (MMC's argument with each target's whole prior, THEORY.md section 9; at every n, through count blocks
     above 300 targets (Corollary 9.3), uniform priors included). ``counts`` is their
-    minimum, per confidence; ``winner(by_theorem)`` names the theorem that gave it. Theorems 4 and 5 are searched only
+    minimum, per confidence; ``winner(by_theorem)`` names the theorem that gave it. Theorems 4, 5 and 6 are searched only
     below the theorems listed before them, so their entries are at most those theorems' minimum (equal to it where
     they certify nothing smaller; ``prior_run.prior_run_counts`` gives Theorem 4's own count). Shapes follow
     ``confidence`` (an int for a scalar). ``set_size``: as in ``tail_bound`` (Theorem 3 for set-valued success).
-    ``designated=True`` adds Theorem 5 (Theorem 4 with the law of the likeliest values, THEORY.md section 10; one
-    exact guess, each target's prior known, up to designated_run.DESIGNATED_RUN_MAX_TARGETS targets): tighter on
-    skewed priors, but ~100 s a count at n = 100 (30x Theorem 4), so not in the default. ``groups``: Theorem 4's LP
+    ``designated=True`` adds Theorems 5 and 6 (Theorem 4 with the law of the likeliest values, THEORY.md section 10;
+    one exact guess, each target's prior known; Theorem 5 up to designated_run.DESIGNATED_RUN_MAX_TARGETS targets,
+    Theorem 6 at any n): tighter on skewed priors, but seconds to minutes a count, so not in the default. ``groups``: Theorem 4's LP
     keeps at most this many groups of targets with their own constraints (prior_run.MAX_GROUPS by default); on priors
     that differ, more groups are tighter and slower (THEORY.md section 9).
     """
@@ -554,7 +554,7 @@ def expected_count_bounds(profile, p_runs, confidence=0.95, *, distributions=Non
     ``p_runs`` stays the prior success of each run's actual guesses (Theorem 2's). For set-valued success
     (``set_valued=True``) the whole priors need ``set_size`` (the most values a success set holds): Theorem 3 with
     Lemma 4' joins, for one shared prior (it bounds every run) or averaged over the runs; Theorem 4 and MMC's count
-    are for one exact guess only. ``designated=True`` passes Theorem 5 to ``count_bounds`` for one shared prior (it
+    are for one exact guess only. ``designated=True`` passes Theorems 5 and 6 to ``count_bounds`` for one shared prior (it
     bounds every run); with a prior per run it is not offered (its averaging over the runs is not proved).
     ``groups``: Theorem 4's groups of targets, as in ``count_bounds`` (with a prior per run: blocks of ranks by p).
     """

@@ -1,0 +1,350 @@
+"""Theorem 6 (THEORY.md section 11): Theorem 5 summed over M, so it runs at any n.
+
+Theorem 5 (``designated_run``) sees the law of M (how many targets sit at their likeliest value x̂_i: the
+Poisson-binomial of the p_i = pi_i(x̂_i), whatever the mechanism) through a state per pair (N, M), ~n x (the range of
+M) of them: too many beyond 200 targets. Theorem 6 keeps one state per count j, in three variables
+
+    p_j = Pr[N = j],   q_j = E[U; N = j] (U: right guesses on targets at x̂_i),   e_j = E[M; N = j],
+
+and the constraints of Theorem 5 whose events read N alone (W = T' x every m'), which sum its coefficients over m' in
+closed form: for every theta = (s1, s0, l1, l0) >= 0 and every set T' of counts,
+
+    sum_{j' in T'} [ s1 q_{j'+1} + s0 ((j'+1) p_{j'+1} - q_{j'+1}) - l1 (e_j' - q_j') - l0 ((n - j') p_j' - e_j' + q_j') ]
+        <= sum_i Psi_i(theta)                                                   (Lemma 5', summed over the targets),
+
+with M's law seen from the events of N: for every set S of counts and every integer sigma,
+sum_{j in S} (e_j - sigma p_j) <= E[(M - sigma)_+] and sum_{j in S} (sigma p_j - e_j) <= E[(sigma - M)_+], and
+sum_j e_j = E[M]; and pointwise 0 <= q_j <= min(j p_j, e_j), q_j >= e_j - (n - j) p_j, e_j <= n p_j. theta =
+(s, s, 1, 1) is Theorem 4's constraint, so the LP is never above Theorem 4's on the same grid of s; the whole gain is
+M's law (THEORY.md section 11).
+
+The LP is solved by cutting planes in one HiGHS model per run (``_highs.Model``, warm started): the cuts are Theorem
+5's grid of theta (``designated_run._theta_grid``) with _S4 more points of Theorem 4's family, and every integer
+sigma in [0, n]; each cut enters with one slack per count of a window [j_from, n] (the sets T' and S inside the
+window: a subfamily, so a relaxation), the counts below the window one variable each of p and e (their sum). The
+cuts do not depend on the count c asked, so a count search reuses them. The value returned is the Lagrangian bound
+of the solution's multipliers on the LP's box (weak duality), valid however few cuts were added and whatever the
+solver's accuracy.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import sparse
+
+from stages._bisect import smallest_true
+from . import _highs, tails
+from .designated_run import _theta_grid, lemma5_conjugate
+from .prior_run import Conjugate
+from .profiles import PrivacyProfile
+from .whole_prior import Distributions
+
+__all__ = ["MARGINAL_RUN_THEOREM", "MARGINAL_RUN_VERSION", "MarginalRun", "marginal_run_tail",
+           "marginal_run_counts"]
+
+MARGINAL_RUN_THEOREM = "one-run count with the law of the likeliest values, summed over M (THEORY.md Thm 6)"
+MARGINAL_RUN_VERSION = 1
+
+#: Theorem 4's constraints (s, s, 1, 1) on this many more log-spaced s in [1e-4, 1e4] (they bind most).
+_S4 = 400
+#: The window of counts the cuts' slacks live on starts _WINDOW sqrt(n) (at least _WINDOW_MIN) counts below the count a
+#: search starts from (the counts below it are one sum: a relaxation, so any window gives a valid bound; N's spread
+#: under the LP grows like sqrt(n)).
+_WINDOW = 4.0
+_WINDOW_MIN = 60
+#: Cuts added per round: the most violated thetas, and sigmas of each of M's two sides.
+_THETAS_PER_ROUND = 8
+_SIGMAS_PER_ROUND = 4
+#: A cut is violated when its left-hand side exceeds its right-hand side by this fraction of it (at least 1e-9).
+_CUT_TOL = 1e-6
+_MAX_ROUNDS = 80
+#: A new count first drops the cuts whose budget had no multiplier in the last _PRUNE_AGE solves (0: none): a rebuilt
+#: model with the binding cuts solves faster than the warm one with every cut (PII-like prior, n = 1000, 0.95, a
+#: window of 120 counts: 43 s against 107 s at 3, the same count).
+_PRUNE_AGE = 1
+#: A decision tail(c) <= target stops above the target once a round after the first _STALL_AFTER gains less than this
+#: fraction of the bound (the LP with fewer cuts is a relaxation: its optimum only bounds the grid LP's from above, so
+#: "above" is decided by the certificate's progress; a wrong "above" only makes a count larger).
+_STALLED = 0.01
+_STALL_AFTER = 3
+#: ... or, starting from cuts another count left, once a round after the second is still above _FAR times the target
+#: (far above: the count is well below c).
+_FAR = 3.0
+#: Simplex iterations per solve (a count, not a time, so runs repeat exactly).
+_ITERATIONS = 500_000
+#: Absolute slack added to every certified value for the round-off of rebuilding the multipliers' bound.
+_CERT_SLACK = 1e-12
+
+
+class MarginalRun:
+    """Theorem 6 for n targets with known priors (``Distributions``): ``tail(c)`` a certified bound on Pr[N >= c].
+
+    ``j_from``: the first count of the window (the counts below are one state, p and e their sums); ``tail(c)`` is 1
+    for c <= j_from."""
+
+    def __init__(self, profile: PrivacyProfile, dists: Distributions, j_from: int = 0):
+        self.n = n = int(dists.n)
+        self.a = a = min(max(int(j_from), 0), max(n - 1, 0))
+        shapes, counts = dists.shapes, np.asarray(dists.counts, dtype=np.int64)
+        conj = Conjugate(profile, dists)
+        s = np.geomspace(1e-4, 1e4, _S4)
+        th4 = np.stack([s, s, np.ones_like(s), np.ones_like(s)], axis=1)
+        grid = np.concatenate([_theta_grid(), th4 / th4.max(axis=1, keepdims=True)])
+        self.grid, self.rhs_grid = grid, lemma5_conjugate(conj, shapes, counts, grid)
+        # M's law: E[(M - sigma)_+] and E[(sigma - M)_+] for every integer sigma, each raised by n times the mass the
+        # convolution left out or rounded (``trimmed``: |M - sigma| <= n), E[M] = sum_i p_i exactly
+        law = tails.distribution_grouped(np.array([sh.p for sh in shapes]), counts)
+        pmf, m = law.dense(), np.arange(n + 1, dtype=float)
+        self.sig = m
+        slack = n * float(law.trimmed) + 1e-12 * max(n, 1)
+        self.up = np.array([pmf @ np.maximum(m - t, 0.0) for t in m]) + slack
+        self.dn = np.array([pmf @ np.maximum(t - m, 0.0) for t in m]) + slack
+        self.mean = float(np.sum(np.array([sh.p for sh in shapes]) * counts))
+        self._build()
+        self._cuts: dict = {}  # key -> the cut's rows over the LP's columns, right-hand side, solves idle
+        self._new_model()
+        self._state: dict[int, dict] = {}
+        self._last_c = None
+
+    # ---- the LP: columns p_j, q_j, e_j for j in [a, n] (J of each), then P_low, E_low (the counts below a, a > 0),
+    # then each cut's slacks
+    def _build(self) -> None:
+        n, a = self.n, self.a
+        J = self.J = n + 1 - a
+        self.j = np.arange(a, n + 1, dtype=float)
+        self.low = a > 0
+        nv = self.nv = 3 * J + (2 if self.low else 0)
+        P, Q, E = 0, J, 2 * J
+        k = np.arange(J)
+        j = self.j
+        rows, cols, vals = [], [], []
+
+        def put(r, c, v):
+            rows.append(np.asarray(r))
+            cols.append(np.asarray(c))
+            vals.append(np.broadcast_to(np.asarray(v, dtype=float), np.shape(r)))
+        # q <= j p; q <= e; e - (n - j) p - q <= 0; e <= n p
+        put(k, Q + k, 1.0), put(k, P + k, -j)
+        put(J + k, Q + k, 1.0), put(J + k, E + k, -1.0)
+        put(2 * J + k, E + k, 1.0), put(2 * J + k, P + k, -(n - j)), put(2 * J + k, Q + k, -1.0)
+        put(3 * J + k, E + k, 1.0), put(3 * J + k, P + k, -float(n))
+        r = 4 * J
+        lower, upper = [np.full(4 * J, -_highs.INF)], [np.zeros(4 * J)]
+        if self.low:  # E_low <= n P_low
+            put([r], [3 * J + 1], 1.0), put([r], [3 * J], -float(n))
+            lower.append([-_highs.INF]), upper.append([0.0])
+            r += 1
+        # sum p = 1, sum e = E[M]
+        put(np.full(J, r), P + k, 1.0), put(np.full(J, r + 1), E + k, 1.0)
+        if self.low:
+            put([r], [3 * J], 1.0), put([r + 1], [3 * J + 1], 1.0)
+        lower.append([1.0, self.mean]), upper.append([1.0, self.mean])
+        # E[M] is a float sum: the certificate gives its row this much either side
+        self._mean_row, self._mean_tol = r + 1, 1e-12 * max(n, 1)
+        r += 2
+        A = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r, nv))
+        self.col_upper = np.concatenate([np.ones(J), j, np.full(J, float(n))] + ([[1.0, float(n)]] if self.low else []))
+        self.row_lower, self.row_upper = np.concatenate(lower), np.concatenate(upper)
+        self.A = A
+        # theta's four counts at j' in [a, n - 1] as maps of the columns: right at x̂ q_{j'+1}, right elsewhere
+        # (j'+1) p_{j'+1} - q_{j'+1}, wrong at x̂ e_j' - q_j', wrong elsewhere (n - j') p_j' - e_j' + q_j'
+        w = np.arange(J - 1)
+        jp = j[:-1]
+
+        def mat(vs, cs):
+            return sparse.csr_matrix((np.concatenate(vs), (np.concatenate([w] * len(vs)), np.concatenate(cs))),
+                                     shape=(J - 1, nv))
+        self.maps = [mat([np.ones(J - 1)], [Q + w + 1]),
+                     mat([jp + 1.0, -np.ones(J - 1)], [P + w + 1, Q + w + 1]),
+                     mat([np.ones(J - 1), -np.ones(J - 1)], [E + w, Q + w]),
+                     mat([n - jp, -np.ones(J - 1), np.ones(J - 1)], [P + w, E + w, Q + w])]
+        self._sign = np.array([1.0, 1.0, -1.0, -1.0])
+        # e_j - sigma p_j over the counts of the window and the sum below (one more set member)
+        ids = np.arange(J + (1 if self.low else 0))
+        pcol = np.concatenate([P + k, [3 * J]]) if self.low else P + k
+        ecol = np.concatenate([E + k, [3 * J + 1]]) if self.low else E + k
+        self._pe = (ids, pcol, ecol)
+        self.cost = np.zeros(nv)
+
+    def _terms(self, x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        f = np.stack([m @ x for m in self.maps])  # (4, J - 1)
+        return (theta * self._sign) @ f
+
+    def _new_model(self) -> None:
+        """A model of the fixed rows and the cuts kept (cold: its first solve starts from the slack basis)."""
+        self.model = _highs.Model(np.zeros(self.nv), np.zeros(self.nv), self.col_upper, self.A, self.row_lower,
+                                  self.row_upper, _ITERATIONS)
+        self.upper = list(self.col_upper)
+        self._rows, self._row_upper, self._budget = [], [], []
+        for cut in self._cuts.values():
+            self._put(cut["coef"], cut["rhs"])
+
+    def _add_cut(self, key, coef: sparse.csr_matrix, rhs: float) -> None:
+        """Add the cut sum_t (coef_t x)_+ <= rhs (``coef`` over the LP's own columns), known as ``key``."""
+        self._cuts[key] = {"coef": coef, "rhs": rhs, "idle": 0}
+        self._put(coef, rhs)
+
+    def _put(self, coef: sparse.csr_matrix, rhs: float) -> None:
+        """Into the model: a slack y_t >= coef_t x per row t, 0 <= y_t <= rhs, and sum_t y_t <= rhs."""
+        m = coef.shape[0]
+        nc = self.model.num_col
+        self.model.add_cols(np.zeros(m), np.zeros(m), np.full(m, max(rhs, 0.0)))
+        self.upper += [max(rhs, 0.0)] * m
+        Y = sparse.csr_matrix((-np.ones(m), (np.arange(m), nc + np.arange(m))), shape=(m, nc + m))
+        coef = sparse.hstack([coef, sparse.csr_matrix((m, nc + m - coef.shape[1]))]).tocsr()
+        budget = sparse.csr_matrix((np.ones(m), (np.zeros(m, dtype=int), nc + np.arange(m))), shape=(1, nc + m))
+        R = sparse.vstack([coef + Y, budget]).tocsr()
+        self.model.add_rows(np.concatenate([np.full(m, -_highs.INF), [-_highs.INF]]),
+                            np.concatenate([np.zeros(m), [rhs]]), R)
+        self._budget.append(self.model.num_row - 1)
+        self._rows.append(R)
+        self._row_upper += [0.0] * m + [rhs]
+
+    def _new_cuts(self, x: np.ndarray) -> int:
+        """Add the most violated cuts at the LP point x (the grid's thetas, then M's sigmas); how many."""
+        added = 0
+        T = self._terms(x, self.grid)
+        viol = np.maximum(T, 0.0).sum(axis=1) - self.rhs_grid
+        for k in np.argsort(-viol)[:_THETAS_PER_ROUND]:
+            if viol[k] > _CUT_TOL * max(self.rhs_grid[k], 1e-9) and ("t", k) not in self._cuts:
+                th = self.grid[k] * self._sign
+                self._add_cut(("t", k), sum(th[t] * self.maps[t] for t in range(4)).tocsr(), float(self.rhs_grid[k]))
+                added += 1
+        ids, pcol, ecol = self._pe
+        p, e = x[pcol], x[ecol]
+        D = e[None, :] - self.sig[:, None] * p[None, :]
+        for sgn, lim, tag in ((1.0, self.up, "u"), (-1.0, self.dn, "d")):
+            viol = np.maximum(sgn * D, 0.0).sum(axis=1) - lim
+            for k in np.argsort(-viol)[:_SIGMAS_PER_ROUND]:
+                if viol[k] > _CUT_TOL * max(lim[k], 1e-9) and (tag, k) not in self._cuts:
+                    m = ids.size
+                    coef = sparse.csr_matrix((np.concatenate([np.full(m, sgn), np.full(m, -sgn * self.sig[k])]),
+                                              (np.concatenate([ids, ids]), np.concatenate([ecol, pcol]))),
+                                             shape=(m, self.nv))
+                    self._add_cut((tag, k), coef, float(lim[k]))
+                    added += 1
+        return added
+
+    def _aged(self, dual: np.ndarray) -> None:
+        """Each cut's solves in a row with no multiplier on its budget."""
+        for cut, row in zip(self._cuts.values(), self._budget):
+            cut["idle"] = 0 if dual[row] != 0.0 else cut["idle"] + 1
+
+    def _prune(self) -> None:
+        """Drop the cuts idle for _PRUNE_AGE solves (a new model with the others: the simplex's cost per iteration
+        grows with the slacks, and most cuts of a search's earlier counts stop binding)."""
+        idle = [key for key, cut in self._cuts.items() if cut["idle"] >= _PRUNE_AGE]
+        if idle:
+            for key in idle:
+                del self._cuts[key]
+            self._new_model()
+
+    def _certify(self, dual: np.ndarray) -> float:
+        """The Lagrangian bound of row multipliers mu (-HiGHS's row duals of the minimisation, each clipped to its
+        row's sides) on the box 0 <= x <= upper: max_x cost.x - mu.(A x) + sum mu_r (side of r)."""
+        A = self._matrix()
+        lower, upper = np.concatenate([self.row_lower, np.full(len(self._row_upper), -_highs.INF)]), \
+            np.concatenate([self.row_upper, self._row_upper])
+        mu = -np.asarray(dual, dtype=float)
+        mu = np.where(np.isinf(lower), np.maximum(mu, 0.0), mu)
+        mu = np.where(np.isinf(upper), np.minimum(mu, 0.0), mu)
+        side = np.where(mu > 0, mu * np.where(np.isinf(upper), 0.0, upper), mu * np.where(np.isinf(lower), 0.0, lower))
+        reduced = self._objective() - A.T @ mu
+        side = side.sum() + abs(mu[self._mean_row]) * self._mean_tol
+        return float(side + np.asarray(self.upper) @ np.maximum(reduced, 0.0)) + _CERT_SLACK
+
+    def _matrix(self) -> sparse.csr_matrix:
+        nc = self.model.num_col
+        parts = [sparse.hstack([self.A, sparse.csr_matrix((self.A.shape[0], nc - self.nv))])]
+        parts += [sparse.hstack([R, sparse.csr_matrix((R.shape[0], nc - R.shape[1]))]) for R in self._rows]
+        return sparse.vstack(parts).tocsr()
+
+    def _objective(self) -> np.ndarray:
+        out = np.zeros(self.model.num_col)
+        out[: self.nv] = self.cost
+        return out
+
+    def tail(self, c: int, target: float | None = None) -> float:
+        """A certified bound on Pr[N >= c]; with ``target``, the rounds stop once it is at most the target, or above it
+        once a round after the first _STALL_AFTER gains less than _STALLED of the bound, or, from cuts
+        another count left, it is still above _FAR times the target after the second (a wrong "above" only makes a
+        count larger)."""
+        c = int(c)
+        if c <= self.a:
+            return 1.0
+        if c > self.n:
+            return 0.0
+        st = self._state.setdefault(c, {"bound": 1.0, "done": False, "rounds": 0})
+        if st["done"] or (target is not None and st["bound"] <= target):
+            return float(min(1.0, st["bound"]))
+        if c != self._last_c and _PRUNE_AGE:
+            self._prune()
+        self._last_c = c
+        self.cost = np.zeros(self.nv)
+        self.cost[c - self.a: self.n + 1 - self.a] = 1.0
+        self.model.set_cost(-self._objective())
+        primal = True  # the costs changed, the rows did not: the last basis is primal feasible
+        far = bool(self._cuts)  # the _FAR rule needs cuts carried from another count: a cold start's first bounds are far
+        while not st["done"]:
+            if target is not None and st["bound"] <= target:
+                break
+            previous = st["bound"]
+            optimal, x, objective = self.model.solve(primal=primal)
+            primal = False
+            dual = self.model.row_duals()
+            st["rounds"] += 1
+            if dual is not None:
+                st["bound"] = min(st["bound"], self._certify(dual))
+                self._aged(dual)
+            if x is None or st["rounds"] >= _MAX_ROUNDS:
+                st["done"] = True
+                break
+            if target is not None and st["bound"] <= target:
+                break
+            if target is not None and ((st["rounds"] > _STALL_AFTER and previous - st["bound"] < _STALLED * st["bound"])
+                                       or (far and st["rounds"] > 2 and st["bound"] > _FAR * target)):
+                break
+            if not self._new_cuts(np.asarray(x)[: self.nv]):
+                st["done"] = True
+        return float(min(1.0, st["bound"]))
+
+
+def _below(n: int) -> int:
+    """How far below the count a search starts from its window starts (_WINDOW sqrt(n), at least _WINDOW_MIN)."""
+    return max(_WINDOW_MIN, int(math.ceil(_WINDOW * math.sqrt(n))))
+
+
+def marginal_run_tail(profile: PrivacyProfile, dists: Distributions, v: int) -> float:
+    """Theorem 6's bound on Pr[#correct >= v] (one exact guess per target, each target's prior known)."""
+    n = int(dists.n)
+    return MarginalRun(profile, dists, j_from=max(int(v) - _below(n), 0)).tail(v)
+
+
+def marginal_run_counts(profile: PrivacyProfile, dists: Distributions, targets, hint) -> list[int]:
+    """Theorem 6's count for each target tail probability, searched below ``hint`` (the other theorems' counts): the
+    smallest c found with a certified tail(c + 1) <= target (galloping down from the hint, then bisecting), or the
+    hint itself where tail(hint) is not certified below the target. Each target has its own run, its window starting
+    ``_below(n)`` counts below its hint."""
+    below = _below(int(dists.n))
+    out = []
+    for t, h in zip(np.atleast_1d(np.asarray(targets, dtype=float)), np.atleast_1d(hint).astype(int)):
+        h = int(h)
+        run = MarginalRun(profile, dists, j_from=max(h - below, 0))
+        ok = lambda c: run.tail(c + 1, target=float(t)) <= t  # noqa: E731
+        if h <= 0 or not ok(h - 1):
+            out.append(h)
+            continue
+        # gallop down no lower than a quarter of the window above its start (counts near the window's start are
+        # bounded by the window, not the theorem), then bisect
+        bottom = min(run.a + (below + 3) // 4, h - 1) if run.a > 0 else 0
+        good, step, bad = h - 1, 2, None
+        while good > bottom:
+            c = max(good - step, bottom)
+            if ok(c):
+                good, step = c, step * 2
+            else:
+                bad = c
+                break
+        out.append(good if bad is None else smallest_true(ok, bad, good))
+    return out
