@@ -1,4 +1,4 @@
-"""Theorem 6 (THEORY.md section 11): Theorem 5 summed over M, so it runs at any n.
+"""Theorem 6 (THEORY.md section 10, "Theorem 6"): Theorem 5 summed over M, so it runs at any n.
 
 Theorem 5 (``designated_run``) sees the law of M (how many targets sit at their likeliest value x̂_i: the
 Poisson-binomial of the p_i = pi_i(x̂_i), whatever the mechanism) through a state per pair (N, M), ~n x (the range of
@@ -15,13 +15,13 @@ closed form: for every theta = (s1, s0, l1, l0) >= 0 and every set T' of counts,
 with M's law seen from the events of N: for every set S of counts and every integer sigma,
 sum_{j in S} (e_j - sigma p_j) <= E[(M - sigma)_+] and sum_{j in S} (sigma p_j - e_j) <= E[(sigma - M)_+], and
 sum_j e_j = E[M]; and pointwise 0 <= q_j <= min(j p_j, e_j), q_j >= e_j - (n - j) p_j, e_j <= n p_j. theta =
-(s, s, 1, 1) is Theorem 4's constraint, so the LP is never above Theorem 4's on the same grid of s; the whole gain is
-M's law (THEORY.md section 11).
+(s, s, 1, 1) is Theorem 4's constraint, so the LP is never above Theorem 4's one-group LP on the same s; the whole
+gain is M's law (the proof and what the library does: THEORY.md section 10, "Theorem 6").
 
 The LP is solved by cutting planes in one HiGHS model per run (``_highs.Model``, warm started): the cuts are Theorem
 5's grid of theta (``designated_run._theta_grid``) with _S4 more points of Theorem 4's family, and every integer
 sigma in [0, n]; each cut enters with one slack per count of a window [j_from, n] (the sets T' and S inside the
-window: a subfamily, so a relaxation), the counts below the window one variable each of p and e (their sum). The
+window: a subfamily, so a relaxation), the counts below the window one variable each of p and e (their sums). The
 cuts do not depend on the count c asked, so a count search reuses them. The value returned is the Lagrangian bound
 of the solution's multipliers on the LP's box (weak duality), valid however few cuts were added and whatever the
 solver's accuracy.
