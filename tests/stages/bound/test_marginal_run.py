@@ -137,12 +137,12 @@ def test_one_question_one_answer():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("prior, mu", [(PII, 1.0), (np.arange(1, 11.0) ** -1.84 / np.sum(np.arange(1, 11.0) ** -1.84),
-                                                       0.268)], ids=["pii-mu1", "zipf-mu0.268"])
-def test_counts_never_below_a_real_mechanism(prior, mu):
-    """n = 100: Theorem 6's counts at 0.05 / 0.5 / 0.95, searched below Theorem 4's, are never below the floor (the
-    counts a real mechanism with the profile reaches, THEORY.md section 11; 37 / 45 / 63 and 52 / 60 / 68 here). What
-    they were when written (2026-11-29): 44 / 53 / 82 and 56 / 62 / 71, Theorem 4 47 / 59 / 84 and 56 / 63 / 75."""
+def test_counts_never_below_a_real_mechanism():
+    """n = 100, PII-like prior, mu = 1: Theorem 6's counts at 0.05 / 0.5 / 0.95, searched below Theorem 4's, are never
+    below the floor (the counts a real mechanism with the profile reaches, THEORY.md section 11; 37 / 45 / 63 here).
+    What they were when written (2026-11-29): 44 / 53 / 82, Theorem 4 47 / 59 / 84. (The quickstart's Zipf prior at
+    mu = 0.268 gave 56 / 62 / 71 against the floor's 52 / 60 / 68; left to the benchmark for the slow tier's time.)"""
+    prior, mu = PII, 1.0
     levels = np.array([0.05, 0.5, 0.95])
     dists = Distributions.of(np.tile(prior, (100, 1)))
     hint = R.prior_run_counts(GaussianDP(mu), dists, 1.0 - levels)
@@ -153,15 +153,13 @@ def test_counts_never_below_a_real_mechanism(prior, mu):
 
 @pytest.mark.slow
 def test_count_bounds_adds_it_past_theorem_5s_limit():
-    """count_bounds(..., designated=True) at n = 250 (above Theorem 5's 200 targets): Theorem 6 joins the minimum, its
-    count never above Theorem 4's, and the winner names it where it is lower; without designated it is not run."""
+    """count_bounds(..., designated=True) at n = 250 (above Theorem 5's 200 targets), 0.5: Theorem 6 joins the minimum,
+    its count below Theorem 4's and named the winner; without designated it is not run."""
     from stages.bound.theorems import count_bounds, winner
 
     dists = [PII] * 250
-    counts, by = count_bounds(GaussianDP(1.0), None, [0.5, 0.95], distributions=dists, designated=True)
-    assert G.MARGINAL_RUN_THEOREM in by
+    counts, by = count_bounds(GaussianDP(1.0), None, [0.5], distributions=dists, designated=True)
     t4 = by[R.PRIOR_RUN_THEOREM]
-    assert all(c <= a for c, a in zip(by[G.MARGINAL_RUN_THEOREM], t4))
-    assert counts[0] < t4[0] and winner(by)[0] == G.MARGINAL_RUN_THEOREM
-    plain, by_plain = count_bounds(GaussianDP(1.0), None, [0.5, 0.95], distributions=dists)
+    assert by[G.MARGINAL_RUN_THEOREM][0] == counts[0] < t4[0] and winner(by)[0] == G.MARGINAL_RUN_THEOREM
+    plain, by_plain = count_bounds(GaussianDP(1.0), None, [0.5], distributions=dists)
     assert G.MARGINAL_RUN_THEOREM not in by_plain and list(plain) == list(t4)
