@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["NOISE_RTOL", "bisect", "bisect_log", "double_until", "smallest_noise", "smallest_true"]
+__all__ = ["NOISE_RTOL", "bisect", "bisect_log", "double_until", "gallop_down", "smallest_noise", "smallest_true"]
 
 #: The relative tolerance of every noise calibration (``smallest_noise``): the sigma returned meets the target
 #: and is at most this much (relative) above the smallest sigma that does. 1e-3 is the tolerance every published
@@ -46,6 +46,23 @@ def smallest_true(pred: Callable[[int], bool], lo: int, hi: int) -> int:
             lo = mid
     return hi
 
+
+
+def gallop_down(pred: Callable[[int], bool], good: int, bottom: int = 0) -> int:
+    """The smallest integer found in [bottom, good] with ``pred`` true, ``pred(good)`` given true: steps down 2, 4, 8, ...
+    below the last true point (never below ``bottom``), and at the first false one bisects back (``smallest_true``).
+    The value returned is ``good`` itself or a point where ``pred`` held (the count searches of Theorems 5 and 6).
+
+    >>> gallop_down(lambda v: v >= 37, 100), gallop_down(lambda v: v >= 37, 100, bottom=60)
+    (37, 60)
+    """
+    step = 2
+    while good > bottom:
+        c = max(good - step, bottom)
+        if not pred(c):
+            return smallest_true(pred, c, good)
+        good, step = c, step * 2
+    return good
 
 def bisect(pred: Callable, lo, hi, *, atol: float = 0.0, rtol: float = 0.0, iterations: int = ITERATIONS):
     """(lo, hi) around the threshold of a predicate false at ``lo`` and true at ``hi``, halved at arithmetic

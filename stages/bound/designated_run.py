@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from stages._bisect import smallest_true
+from stages._bisect import gallop_down
 from . import _solve, tails
 from .prior_run import Conjugate
 from .profiles import PrivacyProfile
@@ -305,20 +305,5 @@ def designated_run_counts(profile: PrivacyProfile, dists: Distributions, targets
     for t, h in zip(np.atleast_1d(np.asarray(targets, dtype=float)), np.atleast_1d(hint)):
         h = int(h)
         ok = lambda c: run.tail(c + 1, target=float(t)) <= t
-        if h <= 0 or not ok(h - 1):
-            out.append(h)
-            continue
-        good, step = h - 1, 2
-        bad = None
-        while good > 0:
-            c = max(good - step, 0)
-            if ok(c):
-                good, step = c, step * 2
-            else:
-                bad = c
-                break
-        if bad is None:
-            out.append(good)
-            continue
-        out.append(smallest_true(ok, bad, good))  # ok(bad) false, ok(good) certified
+        out.append(h if h <= 0 or not ok(h - 1) else gallop_down(ok, h - 1))
     return out

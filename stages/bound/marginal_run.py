@@ -33,7 +33,7 @@ import math
 import numpy as np
 from scipy import sparse
 
-from stages._bisect import smallest_true
+from stages._bisect import gallop_down
 from . import _highs, tails
 from .designated_run import _theta_grid, lemma5_conjugate
 from .prior_run import Conjugate
@@ -95,11 +95,14 @@ class MarginalRun:
         # M's law: E[(M - sigma)_+] and E[(sigma - M)_+] for every integer sigma, each raised by n times the mass the
         # convolution left out or rounded (``trimmed``: |M - sigma| <= n), E[M] = sum_i p_i exactly
         law = tails.distribution_grouped(np.array([sh.p for sh in shapes]), counts)
-        pmf, m = law.dense(), np.arange(n + 1, dtype=float)
-        self.sig = m
-        slack = n * float(law.trimmed) + 1e-12 * max(n, 1)
-        self.up = np.array([pmf @ np.maximum(m - t, 0.0) for t in m]) + slack
-        self.dn = np.array([pmf @ np.maximum(t - m, 0.0) for t in m]) + slack
+        pmf = law.dense()
+        self.sig = np.arange(n + 1, dtype=float)
+        slack = n * float(law.trimmed) + 1e-12 * max(n, 1)  # and the sums' round-off
+        # E[(M - sigma)_+] = sum_{u > sigma} Pr[M >= u], E[(sigma - M)_+] = sum_{u < sigma} Pr[M <= u]: O(n) by cumsums
+        at_least = np.cumsum(pmf[::-1])[::-1]  # Pr[M >= u], u = 0 .. n
+        at_most = np.cumsum(pmf)  # Pr[M <= u]
+        self.up = np.append(np.cumsum(at_least[:0:-1])[::-1], 0.0) + slack
+        self.dn = np.concatenate([[0.0], np.cumsum(at_most[:-1])]) + slack
         self.mean = float(np.sum(np.array([sh.p for sh in shapes]) * counts))
         self._build()
         self._cuts: dict = {}  # key -> the cut's rows over the LP's columns, right-hand side, solves idle
@@ -286,9 +289,7 @@ class MarginalRun:
         self.model.set_cost(-self._objective())
         primal = True  # the costs changed, the rows did not: the last basis is primal feasible
         far = bool(self._cuts)  # the _FAR rule needs cuts carried from another count: a cold start's first bounds are far
-        while not st["done"]:
-            if target is not None and st["bound"] <= target:
-                break
+        while not st["done"]:  # (a bound already at most the target returned above; each round checks its own)
             previous = st["bound"]
             optimal, x, objective = self.model.solve(primal=primal)
             primal = False
@@ -332,19 +333,8 @@ def marginal_run_counts(profile: PrivacyProfile, dists: Distributions, targets, 
         h = int(h)
         run = MarginalRun(profile, dists, j_from=max(h - below, 0))
         ok = lambda c: run.tail(c + 1, target=float(t)) <= t  # noqa: E731
-        if h <= 0 or not ok(h - 1):
-            out.append(h)
-            continue
         # gallop down no lower than a quarter of the window above its start (counts near the window's start are
         # bounded by the window, not the theorem), then bisect
         bottom = min(run.a + (below + 3) // 4, h - 1) if run.a > 0 else 0
-        good, step, bad = h - 1, 2, None
-        while good > bottom:
-            c = max(good - step, bottom)
-            if ok(c):
-                good, step = c, step * 2
-            else:
-                bad = c
-                break
-        out.append(good if bad is None else smallest_true(ok, bad, good))
+        out.append(h if h <= 0 or not ok(h - 1) else gallop_down(ok, h - 1, bottom))
     return out
