@@ -92,15 +92,18 @@ class Model:
         rows = np.asarray(rows, dtype=np.int32)
         self._h.changeRowsBounds(rows.size, rows, np.asarray(lower, dtype=float), np.asarray(upper, dtype=float))
 
-    def solve(self, primal: bool = False):
+    def solve(self, primal: bool = False, cold: bool = False):
         """(optimal, x, objective): whether HiGHS ended optimal (a warm dual simplex, or with ``primal`` a warm primal
-        one, within STALL iterations per row and column, else a cold primal simplex, else a cold dual one), its column
+        one, within STALL iterations per row and column, else a cold primal simplex, else a cold dual one; with ``cold``, a
+        model with no basis yet, the cold ones only), its column
         values (None when it has none) and its objective (meaningful when optimal)."""
         stall = max(_STALL_MIN, int(STALL * (self.num_row + self.num_col)))
         self.iterations = 0
         tries = ((1, min(stall, self._limit)), (4, self._limit), (1, self._limit))  # (simplex strategy, iterations)
         if primal:  # after a change of the costs the last basis is still primal feasible: a warm primal simplex first
             tries = ((4, min(stall, self._limit)),) + tries[1:]
+        if cold:  # a new model (no basis): a primal simplex from the slack basis, then a dual one
+            tries = tries[1:]
         for attempt, (strategy, limit) in enumerate(tries):
             if attempt:
                 self._h.clearSolver()  # a cold start from the slack basis
