@@ -103,6 +103,7 @@ class MarginalRun:
         self.a = a = min(max(int(j_from), 0), max(n - 1, 0))
         self.above = above
         self._geoms: dict = {}
+        self._cold = False  # whether the model was rebuilt since its last solve (its first solve then starts cold)
         shapes, counts = dists.shapes, np.asarray(dists.counts, dtype=np.int64)
         conj = Conjugate(profile, dists)
         s = np.geomspace(1e-4, 1e4, _S4)
@@ -343,8 +344,7 @@ class MarginalRun:
         self.cost[c - self.a: self.n + 1 - self.a] = 1.0
         self.model.set_cost(-self._objective())
         # the costs changed, the rows did not: the last basis is primal feasible (a rebuilt model has none)
-        primal, cold = True, getattr(self, "_cold", False)
-        self._cold = False
+        primal, cold, self._cold = True, self._cold, False
         far = bool(self._cuts)  # the _FAR rule needs cuts carried from another count: a cold start's first bounds are far
         while not st["done"]:  # (a bound already at most the target returned above; each round checks its own)
             previous = st["bound"]
@@ -370,7 +370,7 @@ class MarginalRun:
 
 
 def _above(n: int) -> int:
-    """How far above the highest count a search asks its single counts reach (blocks beyond)."""
+    """How far above the count a decision asks its cuts keep single counts (blocks of 1, 2, 4, ... counts beyond)."""
     return max(_ABOVE_MIN, int(math.ceil(_ABOVE * math.sqrt(n))))
 
 
