@@ -47,7 +47,6 @@ def smallest_true(pred: Callable[[int], bool], lo: int, hi: int) -> int:
     return hi
 
 
-
 def gallop_down(pred: Callable[[int], bool], good: int, bottom: int = 0) -> int:
     """The smallest integer found in [bottom, good] with ``pred`` true, ``pred(good)`` given true: steps down 2, 4, 8, ...
     below the last true point (never below ``bottom``), and at the first false one bisects back (``smallest_true``).
@@ -63,6 +62,7 @@ def gallop_down(pred: Callable[[int], bool], good: int, bottom: int = 0) -> int:
             return smallest_true(pred, c, good)
         good, step = c, step * 2
     return good
+
 
 def bisect(pred: Callable, lo, hi, *, atol: float = 0.0, rtol: float = 0.0, iterations: int = ITERATIONS):
     """(lo, hi) around the threshold of a predicate false at ``lo`` and true at ``hi``, halved at arithmetic
