@@ -92,10 +92,10 @@ class Model:
         rows = np.asarray(rows, dtype=np.int32)
         self._h.changeRowsBounds(rows.size, rows, np.asarray(lower, dtype=float), np.asarray(upper, dtype=float))
 
-    def solve(self, primal: bool = False, cold: bool = False):
+    def solve(self, primal: bool = False, cold: bool = False, cap: int | None = None):
         """(optimal, x, objective): whether HiGHS ended optimal (a warm dual simplex, or with ``primal`` a warm primal
         one, within STALL iterations per row and column, else a cold primal simplex, else a cold dual one; with ``cold``, a
-        model with no basis yet, the cold ones only), its column
+        model with no basis yet, the cold ones only; with ``cap``, within that many iterations in all), its column
         values (None when it has none) and its objective (meaningful when optimal)."""
         stall = max(_STALL_MIN, int(STALL * (self.num_row + self.num_col)))
         self.iterations = 0
@@ -105,6 +105,10 @@ class Model:
         if cold:  # a new model (no basis): a primal simplex from the slack basis, then a dual one
             tries = tries[1:]
         for attempt, (strategy, limit) in enumerate(tries):
+            if cap is not None:
+                limit = min(limit, cap - self.iterations)
+                if limit <= 0:
+                    break
             if attempt:
                 self._h.clearSolver()  # a cold start from the slack basis
             self._h.setOptionValue("simplex_strategy", strategy)

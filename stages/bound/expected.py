@@ -42,7 +42,8 @@ class ExpectedBound:
 
     def __init__(self, designated: bool = False, groups: int = MAX_GROUPS) -> None:
         """``designated``: with one prior shared by every trial, add Theorems 5 and 6 (THEORY.md section 10, a bound on
-        every trial) to the minimum; seconds to minutes a count, so off by default (a prior per trial: not offered).
+        every trial) to the minimum; seconds to minutes a count, so off by default (a prior per trial: not offered;
+        Theorem 6 joins by default above 200 targets, within its work budget).
         ``groups``: Theorem 4's most groups of targets (more: tighter on priors that differ, and slower)."""
         self.designated = check_designated(designated)
         self.groups = check_groups(groups)
@@ -92,7 +93,8 @@ class ExpectedBound:
         prospect = registry.Setting(profile, p=None if set_valued else known, distributions=known,
                                     set_valued=set_valued, set_size=size, runs=registry.ANY,
                                     per_run=known if isinstance(prior, TrialLaws) else None,
-                                    designated=self.designated, groups=self.groups)
+                                    designated=self.designated, groups=self.groups,
+                                    n_targets=getattr(first, "n_targets", None))
         return record_candidates(out, registry.REGISTRY.candidates(prospect), lambda t: _record_name(t.name, out),
                                  self.groups)
 

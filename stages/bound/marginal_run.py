@@ -21,11 +21,12 @@ gain is M's law (the proof and what the library does: THEORY.md section 10, "The
 The LP is solved by cutting planes in one HiGHS model per run (``_highs.Model``, warm started): the cuts are Theorem
 5's grid of theta (``designated_run._theta_grid``) with _S4 more points of Theorem 4's family, and every integer
 sigma in [0, n]; each cut enters with one slack per count of a window [j_from, n] up to _ABOVE sqrt(n) above the count
-it was found at, and one per block of 1, 2, 4, ... counts beyond (the sets T' and S: unions of those, inside the
-window: a subfamily, so a relaxation), the counts below the window one variable each of p and e (their sums). The
-cuts do not depend on the count c asked, so a count search reuses them. The value returned is the Lagrangian bound
-of the solution's multipliers on the LP's box (weak duality), valid however few cuts were added and whatever the
-solver's accuracy.
+it was found at (down to _NEAR sqrt(n) below it), and one per block of 1, 2, 4, ... counts beyond on either side (the
+sets T' and S: unions of those, inside the window: a subfamily, so a relaxation), the counts below the window one
+variable each of p and e (their sums). The cuts do not depend on the count c asked, so a count search reuses them. The value returned is the Lagrangian bound
+of the solution's multipliers (weak duality, each count's own constraints kept), valid however few cuts were added
+and whatever the solver's accuracy. A count search's decisions stop early on stall rules, but the decision that
+fixes the count runs until no cut is violated (or _MAX_ROUNDS), so the count is the LP's, not a stall's.
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ from .prior_run import Conjugate
 from .profiles import PrivacyProfile
 from .whole_prior import Distributions
 
-__all__ = ["MARGINAL_RUN_THEOREM", "MARGINAL_RUN_VERSION", "MarginalRun", "marginal_run_tail",
+__all__ = ["MARGINAL_RUN_DEFAULT_FROM", "WORK", "MARGINAL_RUN_THEOREM", "MARGINAL_RUN_VERSION", "MarginalRun", "marginal_run_tail",
            "marginal_run_counts"]
 
 MARGINAL_RUN_THEOREM = "one-run count with the law of the likeliest values, summed over M (THEORY.md Thm 6)"
@@ -50,8 +51,18 @@ MARGINAL_RUN_THEOREM = "one-run count with the law of the likeliest values, summ
 #: thetas and one sigma per side a round (was 8 and 4), a run's first decision stalls after 14 rounds (was 3), a search
 #: that reaches its window's bottom searches again with the window moved down and the binding cuts carried over; PII-like
 #: prior at n = 1000 (0.5 / 0.95): 525 / 773 in 88 s -> 527 / 775 in 2.6 s (counts may move either way by a few: the
-#: decisions that stop "above" early stop at other rounds).
-MARGINAL_RUN_VERSION = 2
+#: decisions that stop "above" early stop at other rounds). 3: the same theorem; the count's last decision runs to its
+#: end (no stall rule: a count no longer moves with where a stall fell, so it moves by 0 or 1 from n to n + 1 where
+#: measured), the cuts' sets are blocks below c - _NEAR sqrt(n) too, and the certificate keeps each count's own
+#: constraints (p <= 1, q <= j p, q <= e <= (n - j) p + q, e <= n p) instead of weighing them by the solver's
+#: multipliers (never looser); PII-like prior at n = 1000: 525 / 773; joins the default minimum above
+#: MARGINAL_RUN_DEFAULT_FROM targets.
+MARGINAL_RUN_VERSION = 3
+
+#: Theorem 6 joins every minimum above this many targets (Theorem 5's limit, designated_run.DESIGNATED_RUN_MAX_TARGETS:
+#: there Theorem 4's count was the default's); at or below it, ``designated=True`` adds it (with Theorem 5), seconds
+#: a count beside Theorem 4's.
+MARGINAL_RUN_DEFAULT_FROM = 200
 
 #: Theorem 4's constraints (s, s, 1, 1) on this many more log-spaced s in [1e-4, 1e4] (they bind most).
 _S4 = 400
@@ -62,8 +73,11 @@ _WINDOW = 4.0
 _WINDOW_MIN = 60
 #: Above c + _ABOVE sqrt(n) (at least _ABOVE_MIN counts above c, the count a decision asks), a cut's sets are unions of
 #: blocks of 1, 2, 4, ... counts (the LP's law puts little mass there): one slack per block, not per count.
-_ABOVE = 1.0
-_ABOVE_MIN = 20
+_ABOVE = 0.5
+_ABOVE_MIN = 10
+#: ... and below c - _NEAR sqrt(n) (at least _NEAR_MIN counts below c) blocks of 1, 2, 4, ... counts downwards.
+_NEAR = 1.0
+_NEAR_MIN = 20
 #: Cuts added per round: the most violated thetas, and sigmas of each of M's two sides (fewer cuts a round, more rounds
 #: but smaller LPs: PII-like prior, n = 1000, both confidences 18 s at 8 / 4, 6 s at 2 / 2, 2.6 s at 2 / 1).
 _THETAS_PER_ROUND = 2
@@ -85,6 +99,17 @@ _STALL_FIRST = 14
 #: ... or, starting from cuts another count left, once a round after the second is still above _FAR times the target
 #: (far above: the count is well below c).
 _FAR = 3.0
+#: The default minimum's budget for one count search (and one tail): simplex iterations x (rows + columns) of the LP,
+#: summed over its solves (a count, not a time, so runs repeat exactly); past it the search keeps the smallest count
+#: certified so far. PII-like prior, both confidences: n = 300 2.2e8, n = 1000 6.6e8 (8 s here), so it binds above
+#: ~1000 targets only; ``designated=True`` searches with no budget (n = 10^4: minutes).
+WORK = 1e9
+#: A budget that buys fewer simplex iterations than this of the LP solved stops.
+_MIN_SOLVE = 200
+#: ... and one that cannot buy this many of a run's first LP (about 7 (n + 1 - j_from) rows and columns) does not start
+#: it: its count is the hint (above ~35,000 targets on the PII-like prior, where a search within the budget gained
+#: nothing: n = 10^5 spent 29 s for Theorem 4's counts).
+_MIN_RUN = 10_000
 #: Simplex iterations per solve (a count, not a time, so runs repeat exactly).
 _ITERATIONS = 500_000
 #: Absolute slack added to every certified value for the round-off of rebuilding the multipliers' bound.
@@ -98,8 +123,10 @@ class MarginalRun:
     for c <= j_from. ``above``: the cuts found while deciding count c have single counts up to c + above and blocks
     beyond (None: single counts everywhere)."""
 
-    def __init__(self, profile: PrivacyProfile, dists: Distributions, j_from: int = 0, above: int | None = None):
+    def __init__(self, profile: PrivacyProfile, dists: Distributions, j_from: int = 0, above: int | None = None,
+                 near: int | None = None):
         self.n = n = int(dists.n)
+        self.near = near
         self.a = a = min(max(int(j_from), 0), max(n - 1, 0))
         self.above = above
         self._geoms: dict = {}
@@ -127,6 +154,7 @@ class MarginalRun:
         self._new_model()
         self._state: dict[int, dict] = {}
         self._last_c = None
+        self.work = 0.0  # the simplex's work so far: iterations x (rows + columns) of the LP, summed over the solves
 
     # ---- the LP: columns p_j, q_j, e_j for j in [a, n] (J of each), then P_low, E_low (the counts below a, a > 0),
     # then each cut's slacks
@@ -168,6 +196,7 @@ class MarginalRun:
         self.col_upper = np.concatenate([np.ones(J), j, np.full(J, float(n))] + ([[1.0, float(n)]] if self.low else []))
         self.row_lower, self.row_upper = np.concatenate(lower), np.concatenate(upper)
         self.A = A
+        self._sum_rows = np.array([r - 2, r - 1])  # sum p = 1, sum e = E[M]: the rows the certificate weighs
         # theta's four counts at j' in [a, n - 1] as maps of the columns: right at x̂ q_{j'+1}, right elsewhere
         # (j'+1) p_{j'+1} - q_{j'+1}, wrong at x̂ e_j' - q_j', wrong elsewhere (n - j') p_j' - e_j' + q_j'
         w = np.arange(J - 1)
@@ -185,17 +214,18 @@ class MarginalRun:
         self._pcol = np.concatenate([P + k, [3 * J]]) if self.low else P + k
         self._ecol = np.concatenate([E + k, [3 * J + 1]]) if self.low else E + k
         self.cost = np.zeros(nv)
-        self.fine = n
+        self.fine = (a, n)
 
-    def _geometry(self, fine: int):
-        """The cuts' sets above count ``fine``: unions of blocks of 1, 2, 4, ... counts (a subfamily of the sets T' and
-        S, so a relaxation: one slack per block, not per count): theta's four maps summed per block, and each count's
-        block for M's sets (the sum below the window its own)."""
+    def _geometry(self, fine: tuple):
+        """The cuts' sets outside the counts ``fine`` = (lo, hi): unions of blocks of 1, 2, 4, ... counts away from
+        them (a subfamily of the sets T' and S, so a relaxation: one slack per block, not per count): theta's four maps
+        summed per block, and each count's block for M's sets (the sum below the window its own)."""
         if fine not in self._geoms:
             J, a = self.J, self.a
-            tb = _blocks(J - 1, fine - a)
+            lo, hi = fine[0] - a, fine[1] - a
+            tb = _blocks(J - 1, lo, hi)
             Bt = sparse.csr_matrix((np.ones(J - 1), (tb, np.arange(J - 1))), shape=(int(tb.max()) + 1, J - 1))
-            ids = _blocks(J, fine - a)
+            ids = _blocks(J, lo, hi)
             if self.low:
                 ids = np.append(ids, ids.max() + 1)
             Bc = sparse.csr_matrix((np.ones(ids.size), (ids, np.arange(ids.size))), shape=(int(ids.max()) + 1, ids.size))
@@ -246,10 +276,9 @@ class MarginalRun:
                 self._cut(("t", int(k), self.fine))
                 added += 1
         Bc = self._geometry(self.fine)[1]
-        p, e = x[self._pcol], x[self._ecol]
-        D = (Bc @ (e[None, :] - self.sig[:, None] * p[None, :]).T).T  # per block
+        pb, eb = Bc @ x[self._pcol], Bc @ x[self._ecol]  # per block
         for sgn, lim, tag in ((1.0, self.up, "u"), (-1.0, self.dn, "d")):
-            viol = np.maximum(sgn * D, 0.0).sum(axis=1) - lim
+            viol = _positive_sums(sgn * eb, sgn * pb, self.sig) - lim
             for k in np.argsort(-viol)[:_SIGMAS_PER_ROUND]:
                 if viol[k] > _CUT_TOL * max(lim[k], 1e-9) and (tag, int(k), self.fine) not in self._cuts:
                     self._cut((tag, int(k), self.fine))
@@ -274,8 +303,8 @@ class MarginalRun:
 
     def seed(self, keys) -> None:
         """Start from the cuts ``keys`` (another run's ``binding()``: the same constraints on this run's window)."""
-        for tag, k, fine in keys:
-            key = (tag, k, min(max(fine, self.a), self.n))
+        for tag, k, (lo, hi) in keys:
+            key = (tag, k, (min(max(lo, self.a), self.n), min(max(hi, self.a), self.n)))
             if key not in self._cuts:
                 self._cut(key)
 
@@ -299,31 +328,49 @@ class MarginalRun:
             self._cold = True
 
     def _certify(self, dual: np.ndarray) -> float:
-        """The Lagrangian bound of row multipliers mu (-HiGHS's row duals of the minimisation, each clipped to its
-        row's sides) on the box 0 <= x <= upper: max_x cost.x - mu.(A x) + sum mu_r (side of r)."""
-        A = self._matrix()
-        lower, upper = np.concatenate([self.row_lower, np.full(len(self._row_upper), -_highs.INF)]), \
-            np.concatenate([self.row_upper, self._row_upper])
-        mu = -np.asarray(dual, dtype=float)
-        mu = np.where(np.isinf(lower), np.maximum(mu, 0.0), mu)
-        mu = np.where(np.isinf(upper), np.minimum(mu, 0.0), mu)
-        side = np.where(mu > 0, mu * np.where(np.isinf(upper), 0.0, upper), mu * np.where(np.isinf(lower), 0.0, lower))
-        reduced = self._objective() - A.T @ mu
-        side = side.sum() + abs(mu[self._mean_row]) * self._mean_tol
-        return float(side + np.asarray(self.upper) @ np.maximum(reduced, 0.0)) + _CERT_SLACK
-
-    def _matrix(self) -> sparse.csr_matrix:
-        nc = self.model.num_col
-        parts = [sparse.hstack([self.A, sparse.csr_matrix((self.A.shape[0], nc - self.nv))])]
-        parts += [sparse.hstack([R, sparse.csr_matrix((R.shape[0], nc - R.shape[1]))]) for R in self._rows]
-        return sparse.vstack(parts).tocsr()
+        """The Lagrangian bound of the multipliers mu of the rows sum p = 1, sum e = E[M] and the cuts' (-HiGHS's row
+        duals of the minimisation, each clipped to its row's sides), the other constraints kept: max over x of
+        cost.x - mu.(A x - side), x in the product of each count's polytope (p <= 1, 0 <= q <= j p, q <= e <=
+        (n - j) p + q, e <= n p: its maximum at p = 0 or at one of the four corners (q, e) = (0, 0), (0, n - j), (j, j),
+        (j, n) of p = 1), the sum below's (E_low <= n P_low <= n) and the slacks' boxes [0, budget]."""
+        d = -np.asarray(dual, dtype=float)
+        nf, nv, J, n = self.A.shape[0], self.nv, self.J, self.n
+        mu_sum = d[nf - 2: nf]  # equality rows: any sign
+        mu_cut = np.maximum(d[nf:], 0.0)  # rows <= their upper side: mu >= 0
+        cuts = sparse.vstack([sparse.hstack([R, sparse.csr_matrix((R.shape[0], self.model.num_col - R.shape[1]))])
+                              for R in self._rows]).tocsr() if self._rows else None
+        reduced = self._objective()
+        reduced[:nv] -= self.A[self._sum_rows].T @ mu_sum
+        side = mu_sum[0] + mu_sum[1] * self.mean + abs(mu_sum[1]) * self._mean_tol
+        if cuts is not None:
+            reduced -= cuts.T @ mu_cut
+            side += mu_cut @ np.asarray(self._row_upper)
+        rp, rq, re = reduced[:J], reduced[J: 2 * J], reduced[2 * J: 3 * J]
+        j = self.j
+        corner = np.maximum.reduce([np.zeros(J), (n - j) * re, j * (rq + re), j * rq + n * re])
+        value = side + np.maximum(rp + corner, 0.0).sum()
+        if self.low:
+            value += max(0.0, reduced[3 * J], reduced[3 * J] + n * reduced[3 * J + 1])
+        value += np.asarray(self.upper[nv:]) @ np.maximum(reduced[nv:], 0.0)
+        return float(value) + _CERT_SLACK
 
     def _objective(self) -> np.ndarray:
         out = np.zeros(self.model.num_col)
         out[: self.nv] = self.cost
         return out
 
-    def tail(self, c: int, target: float | None = None) -> float:
+    def settled(self, c: int) -> bool:
+        """Whether the decision at count ``c`` ran to its end (no cut violated, or _MAX_ROUNDS), not a stall rule."""
+        return self._state.get(int(c), {}).get("done", False)
+
+    def spent(self, budget: float | None) -> bool:
+        """Whether what is left of ``budget`` (None: no budget) buys no more than _MIN_SOLVE iterations of the LP."""
+        return budget is not None and budget - self.work < _MIN_SOLVE * self._size()
+
+    def _size(self) -> int:
+        return self.model.num_row + self.model.num_col
+
+    def tail(self, c: int, target: float | None = None, patient: bool = False, budget: float | None = None) -> float:
         """A certified bound on Pr[N >= c]; with ``target``, the rounds stop once it is at most the target, or above it
         once a round after the first _STALL_AFTER gains less than _STALLED of the bound, or, from cuts
         another count left, it is still above _FAR times the target after the second (a wrong "above" only makes a
@@ -339,28 +386,36 @@ class MarginalRun:
         if c != self._last_c and _PRUNE_AGE:
             self._prune()
         self._last_c = c
-        self.fine = self.n if self.above is None else min(c + self.above, self.n)
+        self.fine = (self.a if self.near is None else max(c - self.near, self.a),
+                     self.n if self.above is None else min(c + self.above, self.n))
         self.cost = np.zeros(self.nv)
         self.cost[c - self.a: self.n + 1 - self.a] = 1.0
         self.model.set_cost(-self._objective())
         # the costs changed, the rows did not: the last basis is primal feasible (a rebuilt model has none)
         primal, cold, self._cold = True, self._cold, False
         far = bool(self._cuts)  # the _FAR rule needs cuts carried from another count: a cold start's first bounds are far
-        while not st["done"]:  # (a bound already at most the target returned above; each round checks its own)
+        while not st["done"] and not self.spent(budget):  # (a bound at most the target returned above)
             previous = st["bound"]
-            optimal, x, objective = self.model.solve(primal=primal, cold=cold)
+            cap = None if budget is None else int((budget - self.work) // self._size())
+            optimal, x, objective = self.model.solve(primal=primal, cold=cold, cap=cap)
+            self.work += float(self.model.iterations) * self._size()
             primal = cold = False
             dual = self.model.row_duals()
             st["rounds"] += 1
             if dual is not None:
                 st["bound"] = min(st["bound"], self._certify(dual))
                 self._aged(dual)
+            if x is None and not st.get("rebuilt"):  # no solution from the warm basis: once more from a rebuilt model
+                st["rebuilt"] = True
+                self._new_model()
+                cold = True
+                continue
             if x is None or st["rounds"] >= _MAX_ROUNDS:
                 st["done"] = True
                 break
             if target is not None and st["bound"] <= target:
                 break
-            if target is not None and ((st["rounds"] > (_STALL_AFTER if far else _STALL_FIRST)
+            if target is not None and not patient and ((st["rounds"] > (_STALL_AFTER if far else _STALL_FIRST)
                                         and previous - st["bound"] < _STALLED * st["bound"])
                                        or (far and st["rounds"] > 2 and st["bound"] > _FAR * target)):
                 break
@@ -369,16 +424,46 @@ class MarginalRun:
         return float(min(1.0, st["bound"]))
 
 
+def _positive_sums(e: np.ndarray, p: np.ndarray, sig: np.ndarray) -> np.ndarray:
+    """sum_b (e_b - sigma p_b)_+ for each sigma of ``sig``, in O((blocks + sigmas) log): a block with p_b > 0 is positive
+    for sigma < e_b / p_b (a suffix of the blocks sorted by that ratio), one with p_b < 0 for sigma > e_b / p_b (a
+    prefix), one with p_b = 0 adds (e_b)_+."""
+    out = np.full(sig.size, np.maximum(e[p == 0], 0.0).sum())
+    for side in (1.0, -1.0):
+        keep = side * p > 0
+        if not np.any(keep):
+            continue
+        ratio = e[keep] / p[keep]
+        order = np.argsort(ratio)
+        ratio, ek, pk = ratio[order], e[keep][order], p[keep][order]
+        if side > 0:  # ratio > sigma: the suffix from the first ratio above sigma
+            E, P = np.append(np.cumsum(ek[::-1])[::-1], 0.0), np.append(np.cumsum(pk[::-1])[::-1], 0.0)
+            at = np.searchsorted(ratio, sig, side="right")
+        else:  # ratio < sigma: the prefix up to the last ratio below sigma
+            E, P = np.concatenate([[0.0], np.cumsum(ek)]), np.concatenate([[0.0], np.cumsum(pk)])
+            at = np.searchsorted(ratio, sig, side="left")
+        out += np.maximum(E[at] - sig * P[at], 0.0)
+    return out
+
+
 def _above(n: int) -> int:
     """How far above the count a decision asks its cuts keep single counts (blocks of 1, 2, 4, ... counts beyond)."""
     return max(_ABOVE_MIN, int(math.ceil(_ABOVE * math.sqrt(n))))
 
 
-def _blocks(length: int, fine: int) -> np.ndarray:
-    """The block of each index 0 .. length - 1: its own up to ``fine``, then blocks of 1, 2, 4, ... indices."""
+def _near(n: int) -> int:
+    """How far below the count a decision asks its cuts keep single counts (blocks of 1, 2, 4, ... counts beyond)."""
+    return max(_NEAR_MIN, int(math.ceil(_NEAR * math.sqrt(n))))
+
+
+def _blocks(length: int, lo: int, hi: int) -> np.ndarray:
+    """The block of each index 0 .. length - 1: its own from ``lo`` to ``hi``, then blocks of 1, 2, 4, ... indices
+    away from them on each side (numbered in order)."""
     i = np.arange(length)
-    d = np.maximum(i - fine, 1)
-    return np.where(i <= fine, i, fine + 1 + np.floor(np.log2(d)).astype(np.int64)).astype(np.int64)
+    up = np.floor(np.log2(np.maximum(i - hi, 1))).astype(np.int64)
+    down = np.floor(np.log2(np.maximum(lo - i, 1))).astype(np.int64)
+    label = np.where(i > hi, hi + 1 + up, np.where(i < lo, lo - 1 - down, i))
+    return np.unique(label, return_inverse=True)[1].astype(np.int64)
 
 
 def _below(n: int) -> int:
@@ -386,34 +471,53 @@ def _below(n: int) -> int:
     return max(_WINDOW_MIN, int(math.ceil(_WINDOW * math.sqrt(n))))
 
 
-def marginal_run_tail(profile: PrivacyProfile, dists: Distributions, v: int) -> float:
-    """Theorem 6's bound on Pr[#correct >= v] (one exact guess per target, each target's prior known)."""
+def marginal_run_tail(profile: PrivacyProfile, dists: Distributions, v: int, work: float | None = None) -> float:
+    """Theorem 6's bound on Pr[#correct >= v] (one exact guess per target, each target's prior known), its rounds
+    stopping once the simplex's work reaches ``work`` (None: when no cut is violated)."""
     n = int(dists.n)
-    return MarginalRun(profile, dists, j_from=max(int(v) - _below(n), 0), above=_above(n)).tail(v)
+    a = max(int(v) - _below(n), 0)
+    if _too_large(n, a, work):
+        return 1.0
+    return MarginalRun(profile, dists, j_from=a, above=_above(n), near=_near(n)).tail(v, budget=work)
 
 
-def marginal_run_counts(profile: PrivacyProfile, dists: Distributions, targets, hint) -> list[int]:
+def _too_large(n: int, a: int, work: float | None) -> bool:
+    """Whether ``work`` cannot buy _MIN_RUN iterations of a run's first LP (~7 (n + 1 - a) rows and columns)."""
+    return work is not None and 7.0 * (n + 1 - a) * _MIN_RUN > work
+
+
+def marginal_run_counts(profile: PrivacyProfile, dists: Distributions, targets, hint,
+                        work: float | None = None) -> list[int]:
     """Theorem 6's count for each target tail probability, searched below ``hint`` (the other theorems' counts): the
     smallest c found with a certified tail(c + 1) <= target (galloping down from the hint, then bisecting), or the
     hint itself where tail(hint) is not certified below the target. Each target has its own run, its window starting
     ``_below(n)`` counts below its hint; a search that reaches a quarter of the window above its start searches again
-    from there, the window moved down, from the cuts that bound (so no window caps the count)."""
+    from there, the window moved down, from the cuts that bound (so no window caps the count). ``work``: each target's
+    search stops once the simplex's work (iterations x (rows + columns), summed over its solves) reaches it, at the
+    smallest count certified so far (None: no budget)."""
     n = int(dists.n)
     below = _below(n)
     out = []
     for t, h in zip(np.atleast_1d(np.asarray(targets, dtype=float)), np.atleast_1d(hint).astype(int)):
-        h = int(h)
-        keys = []
-        while True:
-            run = MarginalRun(profile, dists, j_from=max(h - below, 0), above=_above(n))
+        h, c = int(h), None
+        keys, spent = [], 0.0
+        while not _too_large(n, max(h - below, 0), None if work is None else work - spent):
+            run = MarginalRun(profile, dists, j_from=max(h - below, 0), above=_above(n), near=_near(n))
             run.seed(keys)
-            ok = lambda c: run.tail(c + 1, target=float(t)) <= t  # noqa: E731
+            left = None if work is None else work - spent
+            ok = lambda c: run.tail(c + 1, target=float(t), budget=left) <= t  # noqa: E731
             # gallop down no lower than a quarter of the window above its start (counts near the window's start are
             # bounded by the window, not the theorem), then bisect
             bottom = min(run.a + (below + 3) // 4, h - 1) if run.a > 0 else 0
             c = h if h <= 0 or not ok(h - 1) else gallop_down(ok, h - 1, bottom)
-            if c > bottom or bottom <= 0:
+            # the decision that bounds c (tail(c) <= t) may have stopped on a stall rule: carry it to its end, and
+            # search on below while it certifies
+            while (c > bottom and not run.settled(c) and not run.spent(left)
+                   and run.tail(c, target=float(t), patient=True, budget=left) <= t):
+                c = c - 1 if c - 1 <= bottom or not ok(c - 2) else gallop_down(ok, c - 2, bottom)
+            spent += run.work
+            if c > bottom or bottom <= 0 or run.spent(left):
                 break
             h, keys = c, run.binding()  # the search reached the window's bottom: again below, the window moved down
-        out.append(c)
+        out.append(h if c is None else c)
     return out

@@ -36,8 +36,9 @@ class OneRunBound:
     def __init__(self, designated: bool = False, groups: int = MAX_GROUPS) -> None:
         """``designated``: add Theorems 5 and 6 (Theorem 4 with the law of the likeliest values, THEORY.md section 10)
         to the minimum where they apply (one exact guess, each target's prior known; Theorem 5 up to
-        designated_run.DESIGNATED_RUN_MAX_TARGETS = 200 targets, Theorem 6 at any n); tighter on skewed priors, seconds
-        to minutes a count, so off by default. ``groups``: Theorem 4 keeps at most this many groups of targets
+        designated_run.DESIGNATED_RUN_MAX_TARGETS = 200 targets, Theorem 6 at any n with no work budget); tighter on
+        skewed priors, seconds to minutes a count, so off by default (Theorem 6 joins by default above
+        marginal_run.MARGINAL_RUN_DEFAULT_FROM = 200 targets, within marginal_run.WORK). ``groups``: Theorem 4 keeps at most this many groups of targets
         with their own constraints; on priors that differ (the tabular games) more are tighter and slower."""
         self.designated = check_designated(designated)
         self.groups = check_groups(groups)
@@ -79,11 +80,13 @@ class OneRunBound:
 
     def theorem(self, profile, prior, metric, trials) -> dict:
         """{"theorem", "set_valued", "reason", "version"}: the split one-run theorem (Theorem 3.1 if eps-DP)."""
-        return self.theorem_for(profile, metric, guesses_per_target(trials), getattr(prior, "domain_size", None))
+        return self.theorem_for(profile, metric, guesses_per_target(trials), getattr(prior, "domain_size", None),
+                                getattr(prior, "n_targets", None))
 
-    def theorem_for(self, profile, metric, k: int, domain_size: int | None) -> dict:
-        """The theorem for k guesses per target scored by ``metric`` on a domain of ``domain_size`` values; with one
-        exact guess the whole-prior theorem joins the minimum (``candidates``) where the prior gives distributions."""
+    def theorem_for(self, profile, metric, k: int, domain_size: int | None, n_targets: int | None = None) -> dict:
+        """The theorem for k guesses per target scored by ``metric`` on a domain of ``domain_size`` values (``n_targets``
+        of them, where known); with one exact guess the whole-prior theorem joins the minimum (``candidates``) where the
+        prior gives distributions."""
         out = bound_theorem(profile, metric, k, domain_size, THEOREM, PURE_THEOREM)
         out["version"] = DEFAULT_BOUND_VERSION  # the minimum over the theorems that apply (THEORY.md)
         set_valued = out["set_valued"]
@@ -94,7 +97,8 @@ class OneRunBound:
         # the theorems that may join: the priors and n are known only when the counts are computed
         prospect = registry.Setting(for_game(profile, "reconstruction"), p=registry.ANY,
                                     distributions=registry.ANY if size is not None else None, set_valued=set_valued,
-                                    set_size=size, designated=self.designated, groups=self.groups)
+                                    set_size=size, designated=self.designated, groups=self.groups,
+                                    n_targets=n_targets)
         own = {t.name for t in _OWN}
         return record_candidates(out, registry.REGISTRY.candidates(prospect),
                                  lambda t: out["theorem"] if t.name in own else t.name, self.groups)

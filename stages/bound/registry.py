@@ -83,7 +83,8 @@ class Setting:
     set may hold more than one value (k > 1 guesses, a window); ``set_size`` the most values it holds (1 for one exact
     guess, None unknown). ``runs``: each trial's prior successes of the guesses made (the bounds over the trials);
     ``per_run``: a whole prior per trial. ``designated``: Theorem 5 asked for; ``groups``: Theorem 4's most groups of
-    targets. Any input may be ``ANY`` (known later: ``Registry.candidates``).
+    targets. Any input may be ``ANY`` (known later: ``Registry.candidates``); ``n_targets``: the number of targets where
+    the priors are ANY but it is known (Theorem 6 joins by default above MARGINAL_RUN_DEFAULT_FROM of them).
     """
 
     profile: PrivacyProfile | None
@@ -96,6 +97,7 @@ class Setting:
     per_run: tuple | None = None
     designated: bool = False
     groups: int = prior_run.MAX_GROUPS
+    n_targets: int | None = None
 
     @cached_property
     def pure(self) -> float | None:
@@ -452,6 +454,18 @@ def _asked(s: Setting) -> str | None:
     return None if s.designated else "not asked for (designated=True adds Theorems 5 and 6: seconds to minutes a count)"
 
 
+def _asked_or_many(s: Setting) -> str | None:
+    """Theorem 6 runs by default above marginal_run.MARGINAL_RUN_DEFAULT_FROM targets (where Theorem 5 does not run),
+    and wherever designated=True asks for it."""
+    d, start = s.distributions, marginal_run.MARGINAL_RUN_DEFAULT_FROM
+    n = s.n_targets if d is ANY else (None if d is None else d.n)
+    if s.designated or (d is ANY and n is None) or (n is not None and n > start):
+        return None
+    n = "no prior" if n is None else f"{n} targets"
+    return (f"runs by default above marginal_run.MARGINAL_RUN_DEFAULT_FROM = {start} targets, got {n} "
+            f"(designated=True adds it: seconds a count)")
+
+
 def _two_values(s: Setting) -> str | None:
     """One target on two values with its prior known: Theorem 3's closed form is the exact worst case (THEORY.md section
     8, "Two values in closed form"); every other theorem's tail is at least that, less its 1e-12 rounding margin."""
@@ -602,12 +616,17 @@ def _designated_counts(s: Setting, confs: np.ndarray, hint=None) -> list[int]:
     return designated_run.designated_run_counts(s.profile, s.distributions, 1.0 - confs, hint)
 
 
+def _marginal_work(s: Setting) -> float | None:
+    """Theorem 6's work budget: marginal_run.WORK in the default minimum, none where designated=True asks for it."""
+    return None if s.designated else marginal_run.WORK
+
+
 def _marginal_tail(s: Setting, v: int, **_) -> tuple:
-    return marginal_run.marginal_run_tail(s.profile, s.distributions, v), math.nan, 0.0
+    return marginal_run.marginal_run_tail(s.profile, s.distributions, v, work=_marginal_work(s)), math.nan, 0.0
 
 
 def _marginal_counts(s: Setting, confs: np.ndarray, hint=None) -> list[int]:
-    return marginal_run.marginal_run_counts(s.profile, s.distributions, 1.0 - confs, hint)
+    return marginal_run.marginal_run_counts(s.profile, s.distributions, 1.0 - confs, hint, work=_marginal_work(s))
 
 
 def _expected_tail(s: Setting, v: int, eps=None, **_) -> tuple:
@@ -736,8 +755,9 @@ DESIGNATED_RUN = Theorem(
 MARGINAL_RUN = Theorem(
     name=marginal_run.MARGINAL_RUN_THEOREM, short="T6", theory="Thm 6 (§10)", paper="—",
     code="`marginal_run.py`",
-    needs="asked for (`designated=True`); one exact guess; each target's whole prior; any n",
-    applies=_first(_asked, _exact_guess, _needs_whole_prior),
+    needs="more than `marginal_run.MARGINAL_RUN_DEFAULT_FROM` targets, or asked for (`designated=True`); one exact "
+          "guess; each target's whole prior; any n",
+    applies=_first(_asked_or_many, _exact_guess, _needs_whole_prior),
     tail=_marginal_tail, counts=_marginal_counts, skips=_NOT_BELOW_T3, hinted=True,
     version_of=lambda: marginal_run.MARGINAL_RUN_VERSION, version_key="marginal_run")
 
