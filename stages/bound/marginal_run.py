@@ -120,8 +120,8 @@ class MarginalRun:
     """Theorem 6 for n targets with known priors (``Distributions``): ``tail(c)`` a certified bound on Pr[N >= c].
 
     ``j_from``: the first count of the window (the counts below are one state, p and e their sums); ``tail(c)`` is 1
-    for c <= j_from. ``above``: the cuts found while deciding count c have single counts up to c + above and blocks
-    beyond (None: single counts everywhere)."""
+    for c <= j_from. ``above`` / ``near``: the cuts found while deciding count c have single counts from c - near to
+    c + above and blocks beyond on either side (None: single counts all the way up / down)."""
 
     def __init__(self, profile: PrivacyProfile, dists: Distributions, j_from: int = 0, above: int | None = None,
                  near: int | None = None):

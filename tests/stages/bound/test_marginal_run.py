@@ -98,19 +98,20 @@ def test_a_window_is_a_relaxation(eps_delta):
 
 
 @pytest.mark.parametrize("eps_delta", [(1.0, 1e-2), (1.0, 0.0)], ids=str)
-def test_blocks_above_the_count_are_a_relaxation(eps_delta):
-    """``above``: the sets above c + above are unions of blocks of 1, 2, 4, ... counts (a subfamily): never below the
-    exact worst case (n = 3), never below the LP with single counts everywhere (n = 3 and 12)."""
+def test_blocks_away_from_the_count_are_a_relaxation(eps_delta):
+    """``above`` / ``near``: the sets above c + above and below c - near are unions of blocks of 1, 2, 4, ... counts (a
+    subfamily): never below the exact worst case (n = 3), never below the LP with single counts everywhere (n = 3
+    and 12)."""
     profile = _profile(eps_delta)
     prior = (0.6, 0.25, 0.15)
     for n in (3, 12):
         dists = Distributions.of(np.tile(np.asarray(prior), (n, 1)))
         full = G.MarginalRun(profile, dists)
-        for above in (0, 1):
-            run = G.MarginalRun(profile, dists, above=above)
+        for above, near in ((0, None), (1, None), (None, 0), (1, 1)):
+            run = G.MarginalRun(profile, dists, above=above, near=near)
             for v in range(1, n + 1):
                 exact = L.worst_case_success(3, 3, list(prior), v, [eps_delta])[0] if n == 3 else 0.0
-                assert run.tail(v) >= max(exact, full.tail(v) - 1e-6) - TOL, (n, above, v)
+                assert run.tail(v) >= max(exact, full.tail(v) - 1e-6) - TOL, (n, above, near, v)
 
 
 def test_a_search_is_not_capped_by_its_window(monkeypatch):
@@ -238,3 +239,21 @@ def test_the_sigma_cuts_sums_match_the_dense_ones():
         sig = np.arange(-5.0, 25.0)
         dense = np.maximum(e[None, :] - sig[:, None] * p[None, :], 0.0).sum(axis=1)
         assert np.allclose(G._positive_sums(e, p, sig), dense, atol=1e-9), trial
+
+
+def test_a_work_budget_keeps_every_count_certified():
+    """``work`` (the default minimum's budget, simplex iterations x (rows + columns)): a search cut short returns a
+    count between the unbudgeted one and the hint, certified by a run with single counts everywhere; a budget that
+    cannot pay for the first LP returns the hint itself; the same budget gives the same counts twice."""
+    profile, prior = GaussianDP(1.0), PII[:4] / PII[:4].sum()
+    dists = Distributions.of(np.tile(prior, (20, 1)))
+    targets, hint = np.array([0.5, 0.05]), [20, 20]
+    free = G.marginal_run_counts(profile, dists, targets, hint)
+    full = G.MarginalRun(profile, dists)
+    assert G.marginal_run_counts(profile, dists, targets, hint, work=0.0) == hint
+    for work in (2e6, 2e7):
+        got = G.marginal_run_counts(profile, dists, targets, hint, work=work)
+        assert got == G.marginal_run_counts(profile, dists, targets, hint, work=work)
+        for c, f, h, t in zip(got, free, hint, targets):
+            assert f <= c <= h, (work, got, free)
+            assert c == h or full.tail(c + 1) <= t + 1e-9, (work, c, t)
