@@ -20,13 +20,15 @@ gain is M's law (the proof and what the library does: THEORY.md section 10, "The
 
 The LP is solved by cutting planes in one HiGHS model per run (``_highs.Model``, warm started): the cuts are Theorem
 5's grid of theta (``designated_run._theta_grid``) with _S4 more points of Theorem 4's family, and every integer
-sigma in [0, n]; each cut enters with one slack per count of a window [j_from, n] up to _ABOVE sqrt(n) above the count
-it was found at (down to _NEAR sqrt(n) below it), and one per block of 1, 2, 4, ... counts beyond on either side (the
-sets T' and S: unions of those, inside the window: a subfamily, so a relaxation), the counts below the window one
-variable each of p and e (their sums). The cuts do not depend on the count c asked, so a count search reuses them. The value returned is the Lagrangian bound
-of the solution's multipliers (weak duality, each count's own constraints kept), valid however few cuts were added
-and whatever the solver's accuracy. A count search's decisions stop early on stall rules, but the decision that
-fixes the count runs until no cut is violated (or _MAX_ROUNDS), so the count is the LP's, not a stall's.
+sigma in [0, n]; each cut enters with one slack per count of a window [j_from, j_to] from _NEAR sqrt(n) below the
+count it was found at to _ABOVE sqrt(n) above it, and one per block of 1, 2, 4, ... counts beyond on either side
+(the sets T' and S: unions of those: a subfamily, so a relaxation); the counts below the window are one variable each
+of p and e (their sums), those above it one state of four sums (Pr, E[N; .], E[U; .], E[M; .]) under each count's
+constraints summed (a relaxation too). The cuts do not depend on the count c asked, so a count search reuses them.
+The value returned is the Lagrangian bound of the solution's multipliers (weak duality, each count's own constraints
+kept), valid however few cuts were added and whatever the solver's accuracy. A count search's decisions stop early
+on stall rules, but the decision that fixes the count runs until no cut is violated (or _MAX_ROUNDS), so the count is
+the LP's, not a stall's.
 """
 from __future__ import annotations
 
@@ -55,8 +57,9 @@ MARGINAL_RUN_THEOREM = "one-run count with the law of the likeliest values, summ
 #: end (no stall rule: a count no longer moves with where a stall fell, so it moves by 0 or 1 from n to n + 1 where
 #: measured), the cuts' sets are blocks below c - _NEAR sqrt(n) too, and the certificate keeps each count's own
 #: constraints (p <= 1, q <= j p, q <= e <= (n - j) p + q, e <= n p) instead of weighing them by the solver's
-#: multipliers (never looser); PII-like prior at n = 1000: 525 / 773; joins the default minimum above
-#: MARGINAL_RUN_DEFAULT_FROM targets.
+#: multipliers (never looser), the counts above the search's start + _TOP sqrt(n) are one state (their sums: a
+#: relaxation, the LP ~5 sqrt(n) counts wide at any n); PII-like prior at n = 1000: 525 / 773; n = 10^4: 5211 / 7719;
+#: joins the default minimum above MARGINAL_RUN_DEFAULT_FROM targets.
 MARGINAL_RUN_VERSION = 3
 
 #: Theorem 6 joins every minimum above this many targets (Theorem 5's limit, designated_run.DESIGNATED_RUN_MAX_TARGETS:
@@ -78,6 +81,11 @@ _ABOVE_MIN = 10
 #: ... and below c - _NEAR sqrt(n) (at least _NEAR_MIN counts below c) blocks of 1, 2, 4, ... counts downwards.
 _NEAR = 1.0
 _NEAR_MIN = 20
+#: The counts above _TOP sqrt(n) (at least _TOP_MIN) above the count a search starts from are one state, their sums
+#: (P, E[N; .], E[U; .], E[M; .]) under each count's constraints summed: a relaxation (the LP's law puts little mass
+#: there), so the LP has ~(_WINDOW + _TOP) sqrt(n) counts, not n - j_from (10^4 targets: ~500, not ~4,000).
+_TOP = 1.0
+_TOP_MIN = 20
 #: Cuts added per round: the most violated thetas, and sigmas of each of M's two sides (fewer cuts a round, more rounds
 #: but smaller LPs: PII-like prior, n = 1000, both confidences 18 s at 8 / 4, 6 s at 2 / 2, 2.6 s at 2 / 1).
 _THETAS_PER_ROUND = 2
@@ -103,7 +111,7 @@ _FAR = 3.0
 #: summed over its solves (a count, not a time, so runs repeat exactly); past it the search keeps the smallest count
 #: certified so far. PII-like prior, both confidences: n = 300 2.2e8, n = 1000 6.6e8 (8 s here), so it binds above
 #: ~1000 targets only; ``designated=True`` searches with no budget (n = 10^4: minutes).
-WORK = 1e9
+WORK = 7e8
 #: A budget that buys fewer simplex iterations than this of the LP solved stops.
 _MIN_SOLVE = 200
 #: ... and one that cannot buy this many of a run's first LP (about 7 (n + 1 - j_from) rows and columns) does not start
@@ -124,10 +132,11 @@ class MarginalRun:
     c + above and blocks beyond on either side (None: single counts all the way up / down)."""
 
     def __init__(self, profile: PrivacyProfile, dists: Distributions, j_from: int = 0, above: int | None = None,
-                 near: int | None = None):
+                 near: int | None = None, j_to: int | None = None):
         self.n = n = int(dists.n)
         self.near = near
         self.a = a = min(max(int(j_from), 0), max(n - 1, 0))
+        self.b = n if j_to is None else min(max(int(j_to), a + 1), n)
         self.above = above
         self._geoms: dict = {}
         self._cold = False  # whether the model was rebuilt since its last solve (its first solve then starts cold)
@@ -156,14 +165,16 @@ class MarginalRun:
         self._last_c = None
         self.work = 0.0  # the simplex's work so far: iterations x (rows + columns) of the LP, summed over the solves
 
-    # ---- the LP: columns p_j, q_j, e_j for j in [a, n] (J of each), then P_low, E_low (the counts below a, a > 0),
-    # then each cut's slacks
+    # ---- the LP: columns p_j, q_j, e_j for j in [a, b] (J of each), then P_low, E_low (the counts below a, a > 0),
+    # then P_hi, M_hi, Q_hi, E_hi (the counts above b, b < n: Pr, E[N; .], E[U; .], E[M; .]), then each cut's slacks
     def _build(self) -> None:
-        n, a = self.n, self.a
-        J = self.J = n + 1 - a
-        self.j = np.arange(a, n + 1, dtype=float)
-        self.low = a > 0
-        nv = self.nv = 3 * J + (2 if self.low else 0)
+        n, a, b = self.n, self.a, self.b
+        J = self.J = b + 1 - a
+        self.j = np.arange(a, b + 1, dtype=float)
+        self.low, self.high = a > 0, b < n
+        lo = self._lo = 3 * J
+        hi = self._hi = 3 * J + (2 if self.low else 0)
+        nv = self.nv = hi + (4 if self.high else 0)
         P, Q, E = 0, J, 2 * J
         k = np.arange(J)
         j = self.j
@@ -181,40 +192,61 @@ class MarginalRun:
         r = 4 * J
         lower, upper = [np.full(4 * J, -_highs.INF)], [np.zeros(4 * J)]
         if self.low:  # E_low <= n P_low
-            put([r], [3 * J + 1], 1.0), put([r], [3 * J], -float(n))
+            put([r], [lo + 1], 1.0), put([r], [lo], -float(n))
             lower.append([-_highs.INF]), upper.append([0.0])
             r += 1
+        if self.high:  # the counts above b summed: Q <= M_hi, Q <= E, E - n P + M_hi - Q <= 0, E <= n P, (b+1) P <= M_hi
+            Ph, Mh, Qh, Eh = hi, hi + 1, hi + 2, hi + 3
+            put([r, r], [Qh, Mh], [1.0, -1.0]), put([r + 1, r + 1], [Qh, Eh], [1.0, -1.0])
+            put([r + 2] * 4, [Eh, Ph, Mh, Qh], [1.0, -float(n), 1.0, -1.0]), put([r + 3, r + 3], [Eh, Ph], [1.0, -float(n)])
+            put([r + 4, r + 4], [Ph, Mh], [float(b + 1), -1.0]), put([r + 5, r + 5], [Mh, Ph], [1.0, -float(n)])
+            lower.append(np.full(6, -_highs.INF)), upper.append(np.zeros(6))
+            r += 6
         # sum p = 1, sum e = E[M]
         put(np.full(J, r), P + k, 1.0), put(np.full(J, r + 1), E + k, 1.0)
         if self.low:
-            put([r], [3 * J], 1.0), put([r + 1], [3 * J + 1], 1.0)
+            put([r], [lo], 1.0), put([r + 1], [lo + 1], 1.0)
+        if self.high:
+            put([r], [hi], 1.0), put([r + 1], [hi + 3], 1.0)
         lower.append([1.0, self.mean]), upper.append([1.0, self.mean])
         # E[M] is a float sum: the certificate gives its row this much either side
         self._mean_row, self._mean_tol = r + 1, 1e-12 * max(n, 1)
         r += 2
         A = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r, nv))
-        self.col_upper = np.concatenate([np.ones(J), j, np.full(J, float(n))] + ([[1.0, float(n)]] if self.low else []))
+        self.col_upper = np.concatenate([np.ones(J), j, np.full(J, float(n))] + ([[1.0, float(n)]] if self.low else [])
+                                        + ([[1.0, float(n), float(n), float(n)]] if self.high else []))
         self.row_lower, self.row_upper = np.concatenate(lower), np.concatenate(upper)
         self.A = A
         self._sum_rows = np.array([r - 2, r - 1])  # sum p = 1, sum e = E[M]: the rows the certificate weighs
-        # theta's four counts at j' in [a, n - 1] as maps of the columns: right at x̂ q_{j'+1}, right elsewhere
-        # (j'+1) p_{j'+1} - q_{j'+1}, wrong at x̂ e_j' - q_j', wrong elsewhere (n - j') p_j' - e_j' + q_j'
+        # theta's four counts at j' in [a, b - 1] as maps of the columns: right at x̂ q_{j'+1}, right elsewhere
+        # (j'+1) p_{j'+1} - q_{j'+1}, wrong at x̂ e_j' - q_j', wrong elsewhere (n - j') p_j' - e_j' + q_j'; with the
+        # counts above b summed, one more row for j' in [b, n - 1] together (at N = n, U = M: e_n = q_n)
+        T = J - 1 + (1 if self.high else 0)
         w = np.arange(J - 1)
         jp = j[:-1]
-
-        def mat(vs, cs):
-            return sparse.csr_matrix((np.concatenate(vs), (np.concatenate([w] * len(vs)), np.concatenate(cs))),
-                                     shape=(J - 1, nv))
-        self._maps = [mat([np.ones(J - 1)], [Q + w + 1]),
-                      mat([jp + 1.0, -np.ones(J - 1)], [P + w + 1, Q + w + 1]),
-                      mat([np.ones(J - 1), -np.ones(J - 1)], [E + w, Q + w]),
-                      mat([n - jp, -np.ones(J - 1), np.ones(J - 1)], [P + w, E + w, Q + w])]
+        parts = [[(np.ones(J - 1), w, Q + w + 1)],
+                 [(jp + 1.0, w, P + w + 1), (-np.ones(J - 1), w, Q + w + 1)],
+                 [(np.ones(J - 1), w, E + w), (-np.ones(J - 1), w, Q + w)],
+                 [(n - jp, w, P + w), (-np.ones(J - 1), w, E + w), (np.ones(J - 1), w, Q + w)]]
+        if self.high:
+            last = J - 1
+            extra = [[(1.0, Qh)],
+                     [(1.0, Mh), (-1.0, Qh)],
+                     [(1.0, E + last), (-1.0, Q + last), (1.0, Eh), (-1.0, Qh)],
+                     [(float(n - b), P + last), (-1.0, E + last), (1.0, Q + last), (float(n), Ph), (-1.0, Mh),
+                      (-1.0, Eh), (1.0, Qh)]]
+            for t in range(4):
+                parts[t] += [(np.array([v]), np.array([last]), np.array([c])) for v, c in extra[t]]
+        self._maps = [sparse.csr_matrix((np.concatenate([v for v, _, _ in pt]),
+                                         (np.concatenate([r_ for _, r_, _ in pt]), np.concatenate([c for _, _, c in pt]))),
+                                        shape=(T, nv)) for pt in parts]
         self._sign = np.array([1.0, 1.0, -1.0, -1.0])
-        # e_j - sigma p_j over the counts of the window and the sum below (one more set member)
-        self._pcol = np.concatenate([P + k, [3 * J]]) if self.low else P + k
-        self._ecol = np.concatenate([E + k, [3 * J + 1]]) if self.low else E + k
+        # e_j - sigma p_j over the counts of the window and the sums below and above (one more set member each)
+        self._pcol = np.concatenate([P + k] + ([[lo]] if self.low else []) + ([[hi]] if self.high else []))
+        self._ecol = np.concatenate([E + k] + ([[lo + 1]] if self.low else []) + ([[hi + 3]] if self.high else []))
+        self._vertices = _hull_vertices(n, b) if self.high else None
         self.cost = np.zeros(nv)
-        self.fine = (a, n)
+        self.fine = (a, b)
 
     def _geometry(self, fine: tuple):
         """The cuts' sets outside the counts ``fine`` = (lo, hi): unions of blocks of 1, 2, 4, ... counts away from
@@ -223,10 +255,11 @@ class MarginalRun:
         if fine not in self._geoms:
             J, a = self.J, self.a
             lo, hi = fine[0] - a, fine[1] - a
-            tb = _blocks(J - 1, lo, hi)
-            Bt = sparse.csr_matrix((np.ones(J - 1), (tb, np.arange(J - 1))), shape=(int(tb.max()) + 1, J - 1))
+            T = self._maps[0].shape[0]
+            tb = _blocks(T, lo, hi)
+            Bt = sparse.csr_matrix((np.ones(T), (tb, np.arange(T))), shape=(int(tb.max()) + 1, T))
             ids = _blocks(J, lo, hi)
-            if self.low:
+            for _ in range(int(self.low) + int(self.high)):  # the sums below and above: one member each
                 ids = np.append(ids, ids.max() + 1)
             Bc = sparse.csr_matrix((np.ones(ids.size), (ids, np.arange(ids.size))), shape=(int(ids.max()) + 1, ids.size))
             self._geoms[fine] = ([(Bt @ m).tocsr() for m in self._maps], Bc, ids)
@@ -304,7 +337,7 @@ class MarginalRun:
     def seed(self, keys) -> None:
         """Start from the cuts ``keys`` (another run's ``binding()``: the same constraints on this run's window)."""
         for tag, k, (lo, hi) in keys:
-            key = (tag, k, (min(max(lo, self.a), self.n), min(max(hi, self.a), self.n)))
+            key = (tag, k, (min(max(lo, self.a), self.b), min(max(hi, self.a), self.b)))
             if key not in self._cuts:
                 self._cut(key)
 
@@ -350,7 +383,10 @@ class MarginalRun:
         corner = np.maximum.reduce([np.zeros(J), (n - j) * re, j * (rq + re), j * rq + n * re])
         value = side + np.maximum(rp + corner, 0.0).sum()
         if self.low:
-            value += max(0.0, reduced[3 * J], reduced[3 * J] + n * reduced[3 * J + 1])
+            lo = self._lo
+            value += max(0.0, reduced[lo], reduced[lo] + n * reduced[lo + 1])
+        if self.high:  # (P, M, Q, E) over the counts above b: a cone cut at P = 1, its corners there
+            value += max(0.0, float(np.max(self._vertices @ reduced[self._hi: self._hi + 4])))
         value += np.asarray(self.upper[nv:]) @ np.maximum(reduced[nv:], 0.0)
         return float(value) + _CERT_SLACK
 
@@ -387,9 +423,11 @@ class MarginalRun:
             self._prune()
         self._last_c = c
         self.fine = (self.a if self.near is None else max(c - self.near, self.a),
-                     self.n if self.above is None else min(c + self.above, self.n))
+                     self.b if self.above is None else min(c + self.above, self.b))
         self.cost = np.zeros(self.nv)
-        self.cost[c - self.a: self.n + 1 - self.a] = 1.0
+        self.cost[min(c, self.b + 1) - self.a: self.J] = 1.0  # (c above b: Pr[N > b] bounds Pr[N >= c])
+        if self.high:
+            self.cost[self._hi] = 1.0
         self.model.set_cost(-self._objective())
         # the costs changed, the rows did not: the last basis is primal feasible (a rebuilt model has none)
         primal, cold, self._cold = True, self._cold, False
@@ -424,6 +462,26 @@ class MarginalRun:
         return float(min(1.0, st["bound"]))
 
 
+def _hull_vertices(n: int, b: int) -> np.ndarray:
+    """The corners (1, m, q, e) of the counts above b summed, at P = 1: b + 1 <= m <= n, 0 <= q <= m, q <= e <=
+    min(n, n - m + q) (each count's own constraints, summed; the set is a cone cut at P = 1, so a linear function's
+    maximum over it is 0 or at one of these). Every point where three of the seven planes meet and the others hold."""
+    # rows: g . (m, q, e) <= h
+    G = np.array([[-1, 0, 0], [1, 0, 0], [0, -1, 0], [-1, 1, 0], [0, 1, -1], [1, -1, 1], [0, 0, 1]], dtype=float)
+    h = np.array([-(b + 1), n, 0, 0, 0, n, n], dtype=float)
+    out = []
+    for i in range(7):
+        for j in range(i + 1, 7):
+            for k in range(j + 1, 7):
+                M = G[[i, j, k]]
+                if abs(np.linalg.det(M)) < 1e-12:
+                    continue
+                v = np.linalg.solve(M, h[[i, j, k]])
+                if np.all(G @ v <= h + 1e-9 * max(n, 1)):
+                    out.append(np.round(v))
+    return np.unique(np.column_stack([np.ones(len(out)), np.array(out)]), axis=0)
+
+
 def _positive_sums(e: np.ndarray, p: np.ndarray, sig: np.ndarray) -> np.ndarray:
     """sum_b (e_b - sigma p_b)_+ for each sigma of ``sig``, in O((blocks + sigmas) log): a block with p_b > 0 is positive
     for sigma < e_b / p_b (a suffix of the blocks sorted by that ratio), one with p_b < 0 for sigma > e_b / p_b (a
@@ -444,6 +502,11 @@ def _positive_sums(e: np.ndarray, p: np.ndarray, sig: np.ndarray) -> np.ndarray:
             at = np.searchsorted(ratio, sig, side="left")
         out += np.maximum(E[at] - sig * P[at], 0.0)
     return out
+
+
+def _top(n: int) -> int:
+    """How far above the count a search starts from its LP keeps the counts one by one (the sum of those above)."""
+    return max(_TOP_MIN, int(math.ceil(_TOP * math.sqrt(n))))
 
 
 def _above(n: int) -> int:
@@ -475,15 +538,15 @@ def marginal_run_tail(profile: PrivacyProfile, dists: Distributions, v: int, wor
     """Theorem 6's bound on Pr[#correct >= v] (one exact guess per target, each target's prior known), its rounds
     stopping once the simplex's work reaches ``work`` (None: when no cut is violated)."""
     n = int(dists.n)
-    a = max(int(v) - _below(n), 0)
-    if _too_large(n, a, work):
+    a, b = max(int(v) - _below(n), 0), int(v) + _top(n)
+    if _too_large(n, a, b, work):
         return 1.0
-    return MarginalRun(profile, dists, j_from=a, above=_above(n), near=_near(n)).tail(v, budget=work)
+    return MarginalRun(profile, dists, j_from=a, above=_above(n), near=_near(n), j_to=b).tail(v, budget=work)
 
 
-def _too_large(n: int, a: int, work: float | None) -> bool:
-    """Whether ``work`` cannot buy _MIN_RUN iterations of a run's first LP (~7 (n + 1 - a) rows and columns)."""
-    return work is not None and 7.0 * (n + 1 - a) * _MIN_RUN > work
+def _too_large(n: int, a: int, b: int, work: float | None) -> bool:
+    """Whether ``work`` cannot buy _MIN_RUN iterations of a run's first LP (~7 (min(b, n) + 1 - a) rows and columns)."""
+    return work is not None and 7.0 * (min(b, n) + 1 - a) * _MIN_RUN > work
 
 
 def marginal_run_counts(profile: PrivacyProfile, dists: Distributions, targets, hint,
@@ -501,8 +564,9 @@ def marginal_run_counts(profile: PrivacyProfile, dists: Distributions, targets, 
     for t, h in zip(np.atleast_1d(np.asarray(targets, dtype=float)), np.atleast_1d(hint).astype(int)):
         h, c = int(h), None
         keys, spent = [], 0.0
-        while not _too_large(n, max(h - below, 0), None if work is None else work - spent):
-            run = MarginalRun(profile, dists, j_from=max(h - below, 0), above=_above(n), near=_near(n))
+        while not _too_large(n, max(h - below, 0), h + _top(n), None if work is None else work - spent):
+            run = MarginalRun(profile, dists, j_from=max(h - below, 0), above=_above(n), near=_near(n),
+                              j_to=h + _top(n))
             run.seed(keys)
             left = None if work is None else work - spent
             ok = lambda c: run.tail(c + 1, target=float(t), budget=left) <= t  # noqa: E731

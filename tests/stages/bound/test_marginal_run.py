@@ -114,6 +114,42 @@ def test_blocks_away_from_the_count_are_a_relaxation(eps_delta):
                 assert run.tail(v) >= max(exact, full.tail(v) - 1e-6) - TOL, (n, above, near, v)
 
 
+@pytest.mark.parametrize("eps_delta", [(1.0, 1e-2), (1.0, 0.0)], ids=str)
+def test_the_counts_above_j_to_summed_are_a_relaxation(eps_delta):
+    """``j_to``: the counts above it are one state (P, E[N; .], E[U; .], E[M; .]) under each count's constraints summed,
+    and theta's rows for j' >= j_to one row: never below the exact worst case (n = 3), never below the LP with every
+    count (n = 3 and 12), for v at most j_to and above it (then a bound on Pr[N > j_to])."""
+    profile = _profile(eps_delta)
+    prior = (0.6, 0.25, 0.15)
+    for n in (3, 12):
+        dists = Distributions.of(np.tile(np.asarray(prior), (n, 1)))
+        full = G.MarginalRun(profile, dists)
+        for j_to in sorted({1, 2, n // 2}):
+            run = G.MarginalRun(profile, dists, j_to=j_to, above=1, near=1)
+            assert run.high and run.b == j_to
+            for v in range(1, n + 1):
+                exact = L.worst_case_success(3, 3, list(prior), v, [eps_delta])[0] if n == 3 else 0.0
+                assert run.tail(v) >= max(exact, full.tail(v) - 1e-6) - TOL, (n, j_to, v)
+
+
+def test_the_corners_of_the_summed_counts():
+    """``_hull_vertices``: (1, m, q, e) with m in {b + 1, n}: at b + 1 the four corners of one count's (q, e) polygon, at
+    n the two of q = e; every vertex meets the constraints, and a linear function's maximum over random feasible
+    points never exceeds its maximum over them."""
+    n, b = 10, 5
+    V = G._hull_vertices(n, b)
+    assert {tuple(v) for v in V} == {(1, 6, 0, 0), (1, 6, 0, 4), (1, 6, 6, 6), (1, 6, 6, 10), (1, 10, 0, 0),
+                                     (1, 10, 10, 10)}
+    rng = np.random.default_rng(3)
+    m = rng.uniform(b + 1, n, 4000)
+    q = rng.uniform(0, 1, 4000) * m
+    e = q + rng.uniform(0, 1, 4000) * (np.minimum(n, n - m + q) - q)
+    pts = np.column_stack([np.ones(4000), m, q, e])
+    for _ in range(50):
+        r = rng.normal(size=4)
+        assert (pts @ r).max() <= (V @ r).max() + 1e-9
+
+
 def test_a_search_is_not_capped_by_its_window(monkeypatch):
     """A window of 3 counts below the hint (the library's is 4 sqrt(n), at least 60): the search that reaches its
     bottom searches again below from the cuts that bound, and every count it returns is certified by a run with
