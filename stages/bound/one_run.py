@@ -38,8 +38,9 @@ class OneRunBound:
         to the minimum where they apply (one exact guess, each target's prior known; Theorem 5 up to
         designated_run.DESIGNATED_RUN_MAX_TARGETS = 200 targets, Theorem 6 at any n with no work budget); tighter on
         skewed priors, seconds to minutes a count, so off by default (Theorem 6 joins by default above
-        marginal_run.MARGINAL_RUN_DEFAULT_FROM = 200 targets, within marginal_run.WORK). ``groups``: Theorem 4 keeps at most this many groups of targets
-        with their own constraints; on priors that differ (the tabular games) more are tighter and slower."""
+        marginal_run.MARGINAL_RUN_DEFAULT_FROM = 200 targets, within marginal_run.WORK). ``groups``: Theorem 4 keeps
+        at most this many groups of targets with their own constraints; on priors that differ (the tabular games) more
+        are tighter and slower."""
         self.designated = check_designated(designated)
         self.groups = check_groups(groups)
 

@@ -305,9 +305,9 @@ def count_bounds(profile, p=None, confidence=0.95, *, distributions=None, game: 
     Theorem 6 (Theorem 4 with the law of the likeliest values, summed over M; THEORY.md section 10) joins by default
     above marginal_run.MARGINAL_RUN_DEFAULT_FROM = 200 targets, its search within marginal_run.WORK. ``designated=True``
     adds Theorem 5 (up to designated_run.DESIGNATED_RUN_MAX_TARGETS targets) and Theorem 6 at any n with no budget
-    (one exact guess, each target's prior known): tighter on skewed priors, but seconds to minutes a count. ``groups``: Theorem 4's LP
-    keeps at most this many groups of targets with their own constraints (prior_run.MAX_GROUPS by default); on priors
-    that differ, more groups are tighter and slower (THEORY.md section 9).
+    (one exact guess, each target's prior known): tighter on skewed priors, but seconds to minutes a count.
+    ``groups``: Theorem 4's LP keeps at most this many groups of targets with their own constraints
+    (prior_run.MAX_GROUPS by default); on priors that differ, more groups are tighter and slower (THEORY.md section 9).
     """
     groups = prior_run.check_groups(groups)
     profile = _profile(profile, game)

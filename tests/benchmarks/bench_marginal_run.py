@@ -8,8 +8,8 @@ Rows: n targets with issue 40's PII-like prior (0.4, 0.2, 0.12, 0.08, 0.06, 0.05
 and the quickstart's Zipf prior (10 values, exponent 1.84) at mu = 0.268 (eps = 1, delta = 1e-5), at the confidences
 named: Theorem 4's ``prior_run_counts`` (no hint), then ``marginal_run_counts`` from those counts, as
 ``count_bounds(..., designated=True)`` runs it (no work budget), and above marginal_run.MARGINAL_RUN_DEFAULT_FROM
-targets as the default minimum runs it (within marginal_run.WORK). The floor (the counts a real mechanism reaches, THEORY.md section 11)
-is printed beside them: no valid count is below it.
+targets as the default minimum runs it (within marginal_run.WORK). The floor (the counts a real mechanism reaches,
+THEORY.md section 11) is printed beside them: no valid count is below it.
 
 ``--scan LO HI``: the default ``count_bounds`` (Theorem 6 in the minimum above marginal_run.MARGINAL_RUN_DEFAULT_FROM
 targets) at every n in [LO, HI], and the largest and smallest move from n to n + 1 (issue 40's no-cliff rule: at most
