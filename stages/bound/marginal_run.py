@@ -411,7 +411,8 @@ class MarginalRun:
         """A certified bound on Pr[N >= c]; with ``target``, the rounds stop once it is at most the target, or above it
         once a round after the first _STALL_AFTER gains less than _STALLED of the bound, or, from cuts
         another count left, it is still above _FAR times the target after the second (a wrong "above" only makes a
-        count larger)."""
+        count larger). ``patient``: no stall rule (until the target, no violated cut or _MAX_ROUNDS); ``budget``: the
+        rounds also stop once the run's work (``self.work``) leaves less than _MIN_SOLVE iterations of the LP."""
         c = int(c)
         if c <= self.a:
             return 1.0
