@@ -241,11 +241,12 @@ def test_count_bounds_runs_it_by_default_past_theorem_5s_limit():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("n", [201, 250, 299])
+@pytest.mark.parametrize("n", [201, 299])
 def test_no_cliff_in_the_default_count(n):
     """The default count (Theorem 6 in the minimum above 200 targets) on the PII-like prior at mu = 1, 0.5 / 0.95: from
     n to n + 1 it moves by 0, 1 or 2 (issue 40's rule; more targets never lower the worst case, one more adds at most
-    one success), sampled over [200, 300] (tests/benchmarks/bench_marginal_run.py --scan 150 300 runs every n)."""
+    one success), sampled at the ends of [200, 300] (tests/benchmarks/bench_marginal_run.py --scan 150 300 runs every
+    n)."""
     from stages.bound.theorems import count_bounds
 
     here, there = (count_bounds(GaussianDP(1.0), None, [0.5, 0.95], distributions=[PII] * m)[0] for m in (n, n + 1))
