@@ -115,9 +115,8 @@ _FAR = 3.0
 WORK = 7e8
 #: A budget that buys fewer simplex iterations than this of the LP solved stops.
 _MIN_SOLVE = 200
-#: ... and one that cannot buy this many of a run's first LP (about 7 (n + 1 - j_from) rows and columns) does not start
-#: it: its count is the hint (above ~35,000 targets on the PII-like prior, where a search within the budget gained
-#: nothing: n = 10^5 spent 29 s for Theorem 4's counts).
+#: ... and one that cannot buy this many of a run's first LP (about 7 (j_to + 1 - j_from) rows and columns, ~5 sqrt(n)
+#: counts wide) does not start it: its count is the hint (only past ~4 x 10^6 targets).
 _MIN_RUN = 10_000
 #: Simplex iterations per solve (a count, not a time, so runs repeat exactly).
 _ITERATIONS = 500_000
@@ -211,7 +210,7 @@ class MarginalRun:
             put([r], [hi], 1.0), put([r + 1], [hi + 3], 1.0)
         lower.append([1.0, self.mean]), upper.append([1.0, self.mean])
         # E[M] is a float sum: the certificate gives its row this much either side
-        self._mean_row, self._mean_tol = r + 1, 1e-12 * max(n, 1)
+        self._mean_tol = 1e-12 * max(n, 1)
         r += 2
         A = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r, nv))
         self.col_upper = np.concatenate([np.ones(J), j, np.full(J, float(n))] + ([[1.0, float(n)]] if self.low else [])
@@ -445,7 +444,8 @@ class MarginalRun:
             if dual is not None:
                 st["bound"] = min(st["bound"], self._certify(dual))
                 self._aged(dual)
-            if x is None and not st.get("rebuilt"):  # no solution from the warm basis: once more from a rebuilt model
+            if x is None and not st.get("rebuilt") and not self.spent(budget):  # no solution (not the budget's cap):
+                # once more from a rebuilt model
                 st["rebuilt"] = True
                 self._new_model()
                 cold = True
